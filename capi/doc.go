@@ -1,0 +1,8 @@
+// Command capi is the C boundary of lnx, built with -buildmode=c-shared into
+// liblnx-fi.so. It exports fi_prov_ini (provider.c), owns the C ops tables
+// (objects.c) and the Go entry points they call (exports*.go). It converts
+// between C and Go values, maps Go errors to negative FI_E* codes and
+// recovers every panic so that none reaches the host process.
+package main
+
+func main() {}

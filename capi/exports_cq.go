@@ -1,0 +1,131 @@
+package main
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/include
+#include "lnx_capi.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/lnx-go/lnx-go/lnx"
+	"github.com/lnx-go/lnx-go/lnx/fi"
+)
+
+// writeEntry stores c as the i-th entry of a C array in the CQ's format.
+func writeEntry(buf unsafe.Pointer, i int, format int, c *lnx.Completion) {
+	switch format {
+	case fi.CQ_FORMAT_CONTEXT:
+		e := &unsafe.Slice((*C.struct_fi_cq_entry)(buf), i+1)[i]
+		e.op_context = c.Ctx
+	case fi.CQ_FORMAT_MSG:
+		e := &unsafe.Slice((*C.struct_fi_cq_msg_entry)(buf), i+1)[i]
+		e.op_context, e.flags, e.len = c.Ctx, C.uint64_t(c.Flags), C.size_t(c.Len)
+	case fi.CQ_FORMAT_DATA:
+		e := &unsafe.Slice((*C.struct_fi_cq_data_entry)(buf), i+1)[i]
+		e.op_context, e.flags, e.len = c.Ctx, C.uint64_t(c.Flags), C.size_t(c.Len)
+		e.buf, e.data = c.Buf, C.uint64_t(c.Data)
+	default:
+		e := &unsafe.Slice((*C.struct_fi_cq_tagged_entry)(buf), i+1)[i]
+		e.op_context, e.flags, e.len = c.Ctx, C.uint64_t(c.Flags), C.size_t(c.Len)
+		e.buf, e.data, e.tag = c.Buf, C.uint64_t(c.Data), C.uint64_t(c.Tag)
+	}
+}
+
+// cqBatch bounds one read; a larger count just loops in the application.
+const cqBatch = 64
+
+//export lnx_go_cq_read
+func lnx_go_cq_read(ch C.lnx_handle, buf unsafe.Pointer, count C.size_t, src *C.fi_addr_t, timeout C.int) (ret C.ssize_t) {
+	defer recoverTo(&ret, "fi_cq_read")
+	q, err := object[*lnx.CQ](ch)
+	if err != nil {
+		return C.ssize_t(code("fi_cq_read", err))
+	}
+	if count == 0 {
+		return 0
+	}
+	if buf == nil {
+		return C.ssize_t(code("fi_cq_read", fi.Wrap(fi.EINVAL, "NULL CQ buffer")))
+	}
+	var tmp [cqBatch]lnx.Completion
+	n, err := q.Read(tmp[:min(int(count), cqBatch)], int(timeout))
+	if err != nil {
+		return C.ssize_t(fi.Code(err))
+	}
+	var srcs []C.fi_addr_t
+	if src != nil {
+		srcs = unsafe.Slice(src, n)
+	}
+	for i := 0; i < n; i++ {
+		writeEntry(buf, i, q.Attr.Format, &tmp[i])
+		if srcs != nil {
+			srcs[i] = C.fi_addr_t(tmp[i].Src)
+		}
+	}
+	return C.ssize_t(n)
+}
+
+//export lnx_go_cq_readerr
+func lnx_go_cq_readerr(ch C.lnx_handle, buf *C.struct_fi_cq_err_entry, flags C.uint64_t) (ret C.ssize_t) {
+	defer recoverTo(&ret, "fi_cq_readerr")
+	q, err := object[*lnx.CQ](ch)
+	if err != nil {
+		return C.ssize_t(code("fi_cq_readerr", err))
+	}
+	c, ok := q.ReadErr()
+	if !ok {
+		return -C.FI_EAGAIN
+	}
+	// err_data is provider memory the caller may offer space for; lnx has
+	// none to give, so report none.
+	buf.op_context, buf.flags, buf.len = c.Ctx, C.uint64_t(c.Flags), C.size_t(c.Len)
+	buf.buf, buf.data, buf.tag = c.Buf, C.uint64_t(c.Data), C.uint64_t(c.Tag)
+	buf.olen, buf.err, buf.prov_errno = C.size_t(c.OLen), C.int(c.Err), C.int(c.ProvErr)
+	buf.err_data_size = 0
+	return 1
+}
+
+//export lnx_go_cq_signal
+func lnx_go_cq_signal(ch C.lnx_handle) (ret C.int) {
+	defer recoverTo(&ret, "fi_cq_signal")
+	q, err := object[*lnx.CQ](ch)
+	if err != nil {
+		return code("fi_cq_signal", err)
+	}
+	q.Signal()
+	return 0
+}
+
+//export lnx_go_cntr_read
+func lnx_go_cntr_read(h C.lnx_handle, errs C.int) (ret C.uint64_t) {
+	var r C.int
+	defer recoverTo(&r, "fi_cntr_read")
+	c, err := object[*lnx.Cntr](h)
+	if err != nil {
+		return 0
+	}
+	return C.uint64_t(c.Read(errs != 0))
+}
+
+//export lnx_go_cntr_update
+func lnx_go_cntr_update(h C.lnx_handle, v C.uint64_t, set, errs C.int) (ret C.int) {
+	defer recoverTo(&ret, "fi_cntr_add")
+	c, err := object[*lnx.Cntr](h)
+	if err != nil {
+		return code("fi_cntr_add", err)
+	}
+	c.Update(uint64(v), set != 0, errs != 0)
+	return 0
+}
+
+//export lnx_go_cntr_wait
+func lnx_go_cntr_wait(h C.lnx_handle, threshold C.uint64_t, timeout C.int) (ret C.int) {
+	defer recoverTo(&ret, "fi_cntr_wait")
+	c, err := object[*lnx.Cntr](h)
+	if err != nil {
+		return code("fi_cntr_wait", err)
+	}
+	return code("fi_cntr_wait", c.Wait(uint64(threshold), int(timeout)))
+}

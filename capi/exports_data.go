@@ -1,0 +1,184 @@
+package main
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/include
+#include <string.h>
+#include <sys/uio.h>
+#include "lnx_capi.h"
+#include "lnx_ops.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/lnx-go/lnx-go/lnx"
+	"github.com/lnx-go/lnx-go/lnx/fi"
+)
+
+// fillOp converts a C iov/desc array into op without allocating for the
+// common small counts.
+func fillOp(op *lnx.Op, iov *C.struct_iovec, desc *unsafe.Pointer, count C.size_t) error {
+	n := int(count)
+	if n > 0 && iov == nil {
+		return fi.Wrap(fi.EINVAL, "NULL iov with count %d", n)
+	}
+	if n > lnx.MaxIov {
+		return fi.Wrap(fi.EINVAL, "iov count %d exceeds %d", n, lnx.MaxIov)
+	}
+	op.Iov = op.IovBuf[:n]
+	op.Desc = op.DescBuf[:n]
+	if n == 0 {
+		return nil
+	}
+	ivs := unsafe.Slice(iov, n)
+	var ds []unsafe.Pointer
+	if desc != nil {
+		ds = unsafe.Slice(desc, n)
+	}
+	for i, v := range ivs {
+		if v.iov_len > 0 && v.iov_base == nil {
+			return fi.Wrap(fi.EINVAL, "NULL buffer of length %d", v.iov_len)
+		}
+		op.Iov[i] = lnx.Buf{Ptr: v.iov_base, Len: uint64(v.iov_len)}
+		if ds != nil {
+			op.Desc[i] = ds[i]
+		} else {
+			op.Desc[i] = nil
+		}
+	}
+	return nil
+}
+
+func opKind(op *lnx.Op, kind C.int) {
+	op.Tagged = kind&C.LNX_OP_TAGGED != 0
+	op.Explicit = kind&C.LNX_OP_EXPLICIT != 0
+	op.Inject = kind&C.LNX_OP_INJECT != 0
+	op.HasData = kind&C.LNX_OP_DATA != 0
+}
+
+//export lnx_go_send
+func lnx_go_send(eh C.lnx_handle, iov *C.struct_iovec, desc *unsafe.Pointer, count C.size_t,
+	dest, tag, data, flags C.uint64_t, ctx unsafe.Pointer, kind C.int) (ret C.ssize_t) {
+	defer recoverTo(&ret, "send")
+	e, err := object[*lnx.Endpoint](eh)
+	if err != nil {
+		return C.ssize_t(code("send", err))
+	}
+	var op lnx.Op
+	if err := fillOp(&op, iov, desc, count); err != nil {
+		return C.ssize_t(code("send", err))
+	}
+	opKind(&op, kind)
+	op.Addr, op.Tag, op.Data, op.Flags, op.Ctx = uint64(dest), uint64(tag), uint64(data), uint64(flags), ctx
+	return C.ssize_t(code("send", e.Send(&op)))
+}
+
+//export lnx_go_recv
+func lnx_go_recv(eh C.lnx_handle, iov *C.struct_iovec, desc *unsafe.Pointer, count C.size_t,
+	src, tag, ignore, flags C.uint64_t, ctx unsafe.Pointer, kind C.int) (ret C.ssize_t) {
+	defer recoverTo(&ret, "recv")
+	e, err := object[*lnx.Endpoint](eh)
+	if err != nil {
+		return C.ssize_t(code("recv", err))
+	}
+	var op lnx.Op
+	if err := fillOp(&op, iov, desc, count); err != nil {
+		return C.ssize_t(code("recv", err))
+	}
+	opKind(&op, kind)
+	op.Addr, op.Tag, op.Ignore, op.Flags, op.Ctx = uint64(src), uint64(tag), uint64(ignore), uint64(flags), ctx
+	return C.ssize_t(code("recv", e.Recv(&op)))
+}
+
+//export lnx_go_ep_cancel
+func lnx_go_ep_cancel(eh C.lnx_handle, ctx unsafe.Pointer) (ret C.ssize_t) {
+	defer recoverTo(&ret, "fi_cancel")
+	e, err := object[*lnx.Endpoint](eh)
+	if err != nil {
+		return C.ssize_t(code("fi_cancel", err))
+	}
+	return C.ssize_t(code("fi_cancel", e.Cancel(ctx)))
+}
+
+//export lnx_go_av_insert
+func lnx_go_av_insert(ah C.lnx_handle, addr unsafe.Pointer, count C.size_t, out *C.fi_addr_t, flags C.uint64_t) (ret C.int) {
+	defer recoverTo(&ret, "fi_av_insert")
+	av, err := object[*lnx.AV](ah)
+	if err != nil {
+		return code("fi_av_insert", err)
+	}
+	if flags != 0 {
+		return code("fi_av_insert", fi.Wrap(fi.EBADFLAGS, "fi_av_insert flags %#x not supported", flags))
+	}
+	n := int(count)
+	if n == 0 {
+		return 0
+	}
+	if addr == nil {
+		return code("fi_av_insert", fi.Wrap(fi.EINVAL, "NULL address array"))
+	}
+	blob := unsafe.Slice((*byte)(addr), n*lnx.AddrLen)
+	var o []uint64
+	if out != nil {
+		o = unsafe.Slice((*uint64)(unsafe.Pointer(out)), n)
+	}
+	return C.int(av.Insert(blob, n, o))
+}
+
+//export lnx_go_av_remove
+func lnx_go_av_remove(ah C.lnx_handle, addrs *C.fi_addr_t, count C.size_t, flags C.uint64_t) (ret C.int) {
+	defer recoverTo(&ret, "fi_av_remove")
+	av, err := object[*lnx.AV](ah)
+	if err != nil {
+		return code("fi_av_remove", err)
+	}
+	if count > 0 && addrs == nil {
+		return code("fi_av_remove", fi.Wrap(fi.EINVAL, "NULL fi_addr array"))
+	}
+	var list []uint64
+	if count > 0 {
+		list = unsafe.Slice((*uint64)(unsafe.Pointer(addrs)), int(count))
+	}
+	return code("fi_av_remove", av.Remove(list))
+}
+
+//export lnx_go_av_lookup
+func lnx_go_av_lookup(ah C.lnx_handle, a C.fi_addr_t, addr unsafe.Pointer, addrlen *C.size_t) (ret C.int) {
+	defer recoverTo(&ret, "fi_av_lookup")
+	av, err := object[*lnx.AV](ah)
+	if err != nil {
+		return code("fi_av_lookup", err)
+	}
+	raw, err := av.Lookup(uint64(a))
+	if err != nil {
+		return code("fi_av_lookup", err)
+	}
+	n := min(int(*addrlen), len(raw))
+	if addr != nil && n > 0 {
+		copy(unsafe.Slice((*byte)(addr), n), raw)
+	}
+	*addrlen = C.size_t(len(raw))
+	return 0
+}
+
+//export lnx_go_av_straddr
+func lnx_go_av_straddr(addr unsafe.Pointer, buf *C.char, buflen *C.size_t) {
+	var ret C.int
+	defer recoverTo(&ret, "fi_av_straddr")
+	var s string
+	if addr == nil {
+		s = "lnx://invalid"
+	} else {
+		s = lnx.Straddr(unsafe.Slice((*byte)(addr), lnx.AddrLen))
+	}
+	have := int(*buflen)
+	*buflen = C.size_t(len(s) + 1)
+	if have == 0 {
+		return
+	}
+	n := min(have-1, len(s))
+	out := unsafe.Slice((*byte)(unsafe.Pointer(buf)), have)
+	copy(out, s[:n])
+	out[n] = 0
+}

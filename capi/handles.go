@@ -1,0 +1,60 @@
+package main
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/include
+#cgo pkg-config: libfabric
+#include "lnx_capi.h"
+*/
+import "C"
+
+import (
+	"io"
+	"runtime/cgo"
+	"runtime/debug"
+
+	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/lnx/logging"
+)
+
+// newHandle registers a Go object and returns the integer C keeps.
+func newHandle(v io.Closer) C.lnx_handle { return C.lnx_handle(cgo.NewHandle(v)) }
+
+// object resolves a handle to an object of type T.
+func object[T any](h C.lnx_handle) (T, error) {
+	var zero T
+	if h == 0 {
+		return zero, fi.Wrap(fi.EINVAL, "NULL lnx object")
+	}
+	v, ok := cgo.Handle(h).Value().(T)
+	if !ok {
+		return zero, fi.Wrap(fi.EINVAL, "lnx object is %T, want %T", cgo.Handle(h).Value(), zero)
+	}
+	return v, nil
+}
+
+// code turns an error into a C return value, logging failures.
+func code(what string, err error) C.int {
+	if err == nil {
+		return 0
+	}
+	c := fi.Code(err)
+	if c != -int(fi.EAGAIN) && c != -int(fi.ENODATA) {
+		logging.Warnf(logging.Core, "%s: %v", what, err)
+	} else {
+		logging.Debugf(logging.Core, "%s: %v", what, err)
+	}
+	return C.int(c)
+}
+
+type integer interface {
+	~int | ~int32 | ~int64
+}
+
+// recoverTo is deferred by every export: a panic becomes -FI_EOTHER and a
+// log line with the stack, never a crash of the host process.
+func recoverTo[T integer](ret *T, what string) {
+	if r := recover(); r != nil {
+		logging.Warnf(logging.Core, "lnx: internal error in %s: %v\n%s", what, r, debug.Stack())
+		*ret = T(-int(fi.EOTHER))
+	}
+}

@@ -1,0 +1,557 @@
+/*
+ * The fid objects libfabric applications hold, and their ops tables. Every
+ * entry point is a thin trampoline: it unpacks the call into a handle and
+ * plain values, and calls one Go export. Nothing here keeps Go pointers.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "lnx_capi.h"
+#include "lnx_ops.h"
+#include "_cgo_export.h"
+
+#define LNX_H(type, fidp) (((struct type *)(void *)(fidp))->h)
+
+/* ---- unsupported operations ------------------------------------------- */
+
+static int nosys_bind(struct fid *fid, struct fid *bfid, uint64_t flags) { return -FI_ENOSYS; }
+static int nosys_control(struct fid *fid, int command, void *arg) { return -FI_ENOSYS; }
+static int nosys_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
+{ return -FI_ENOSYS; }
+static int nosys_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context)
+{ return -FI_ENOSYS; }
+
+/* ---- generic close ------------------------------------------------------ */
+
+static int lnx_close_common(struct fid *fid, lnx_handle h)
+{
+	int ret = lnx_go_close(h);
+	if (ret == 0)
+		free(fid);
+	return ret;
+}
+
+static int fabric_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_fabric, fid)); }
+static int domain_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_domain, fid)); }
+static int ep_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_ep, fid)); }
+static int av_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_av, fid)); }
+static int cq_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_cq, fid)); }
+static int cntr_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_cntr, fid)); }
+
+/* ---- fabric ------------------------------------------------------------- */
+
+static int fabric_domain(struct fid_fabric *fabric, struct fi_info *info,
+			 struct fid_domain **dom, void *context)
+{
+	lnx_handle h = 0;
+	int ret = lnx_go_domain(LNX_H(lnx_fabric, fabric), info, &h);
+	if (ret)
+		return ret;
+	*dom = lnx_new_domain(h, fabric, context);
+	if (!*dom) {
+		lnx_go_close(h);
+		return -FI_ENOMEM;
+	}
+	return 0;
+}
+
+static int fabric_domain2(struct fid_fabric *fabric, struct fi_info *info,
+			  struct fid_domain **dom, uint64_t flags, void *context)
+{
+	if (flags)
+		return -FI_EBADFLAGS;
+	return fabric_domain(fabric, info, dom, context);
+}
+
+static int fabric_pep(struct fid_fabric *f, struct fi_info *i, struct fid_pep **p, void *c) { return -FI_ENOSYS; }
+static int fabric_eq(struct fid_fabric *f, struct fi_eq_attr *a, struct fid_eq **e, void *c) { return -FI_ENOSYS; }
+static int fabric_wait(struct fid_fabric *f, struct fi_wait_attr *a, struct fid_wait **w) { return -FI_ENOSYS; }
+static int fabric_trywait(struct fid_fabric *f, struct fid **fids, int count) { return 0; }
+
+static struct fi_ops fabric_fi_ops = {
+	.size = sizeof(struct fi_ops), .close = fabric_close, .bind = nosys_bind,
+	.control = nosys_control, .ops_open = nosys_ops_open, .ops_set = nosys_ops_set,
+};
+static struct fi_ops_fabric fabric_ops = {
+	.size = sizeof(struct fi_ops_fabric), .domain = fabric_domain, .passive_ep = fabric_pep,
+	.eq_open = fabric_eq, .wait_open = fabric_wait, .trywait = fabric_trywait,
+	.domain2 = fabric_domain2,
+};
+
+struct fid_fabric *lnx_new_fabric(lnx_handle h, void *context)
+{
+	struct lnx_fabric *f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->fab.fid.fclass = FI_CLASS_FABRIC;
+	f->fab.fid.context = context;
+	f->fab.fid.ops = &fabric_fi_ops;
+	f->fab.ops = &fabric_ops;
+	f->fab.api_version = lnx_prov.fi_version;
+	f->h = h;
+	return &f->fab;
+}
+
+/* ---- domain ------------------------------------------------------------- */
+
+static int domain_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+			  struct fid_av **av, void *context)
+{
+	lnx_handle h = 0;
+	int ret = lnx_go_av_open(LNX_H(lnx_domain, domain), attr, &h);
+	if (ret)
+		return ret;
+	*av = lnx_new_av(h, context);
+	if (!*av) {
+		lnx_go_close(h);
+		return -FI_ENOMEM;
+	}
+	return 0;
+}
+
+static int domain_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+			  struct fid_cq **cq, void *context)
+{
+	lnx_handle h = 0;
+	int ret = lnx_go_cq_open(LNX_H(lnx_domain, domain), attr, &h);
+	if (ret)
+		return ret;
+	*cq = lnx_new_cq(h, context);
+	if (!*cq) {
+		lnx_go_close(h);
+		return -FI_ENOMEM;
+	}
+	return 0;
+}
+
+static int domain_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+			    struct fid_cntr **cntr, void *context)
+{
+	lnx_handle h = 0;
+	int ret = lnx_go_cntr_open(LNX_H(lnx_domain, domain), attr, &h);
+	if (ret)
+		return ret;
+	*cntr = lnx_new_cntr(h, context);
+	if (!*cntr) {
+		lnx_go_close(h);
+		return -FI_ENOMEM;
+	}
+	return 0;
+}
+
+static int domain_endpoint(struct fid_domain *domain, struct fi_info *info,
+			   struct fid_ep **ep, void *context)
+{
+	lnx_handle h = 0;
+	int ret = lnx_go_endpoint(LNX_H(lnx_domain, domain), info, &h);
+	if (ret)
+		return ret;
+	*ep = lnx_new_ep(h, context);
+	if (!*ep) {
+		lnx_go_close(h);
+		return -FI_ENOMEM;
+	}
+	return 0;
+}
+
+static int domain_endpoint2(struct fid_domain *domain, struct fi_info *info,
+			    struct fid_ep **ep, uint64_t flags, void *context)
+{
+	if (flags)
+		return -FI_EBADFLAGS;
+	return domain_endpoint(domain, info, ep, context);
+}
+
+static int domain_sep(struct fid_domain *d, struct fi_info *i, struct fid_ep **e, void *c) { return -FI_ENOSYS; }
+static int domain_poll(struct fid_domain *d, struct fi_poll_attr *a, struct fid_poll **p) { return -FI_ENOSYS; }
+static int domain_stx(struct fid_domain *d, struct fi_tx_attr *a, struct fid_stx **s, void *c) { return -FI_ENOSYS; }
+static int domain_srx(struct fid_domain *d, struct fi_rx_attr *a, struct fid_ep **r, void *c) { return -FI_ENOSYS; }
+static int domain_qatomic(struct fid_domain *d, enum fi_datatype dt, enum fi_op op,
+			  struct fi_atomic_attr *a, uint64_t f) { return -FI_EOPNOTSUPP; }
+static int domain_qcoll(struct fid_domain *d, enum fi_collective_op c,
+			struct fi_collective_attr *a, uint64_t f) { return -FI_EOPNOTSUPP; }
+
+static int mr_reg_nosys(struct fid *fid, const void *buf, size_t len, uint64_t access,
+			uint64_t offset, uint64_t requested_key, uint64_t flags,
+			struct fid_mr **mr, void *context) { return -FI_ENOSYS; }
+static int mr_regv_nosys(struct fid *fid, const struct iovec *iov, size_t count,
+			 uint64_t access, uint64_t offset, uint64_t requested_key,
+			 uint64_t flags, struct fid_mr **mr, void *context) { return -FI_ENOSYS; }
+static int mr_regattr_nosys(struct fid *fid, const struct fi_mr_attr *attr,
+			    uint64_t flags, struct fid_mr **mr) { return -FI_ENOSYS; }
+
+static struct fi_ops domain_fi_ops = {
+	.size = sizeof(struct fi_ops), .close = domain_close, .bind = nosys_bind,
+	.control = nosys_control, .ops_open = nosys_ops_open, .ops_set = nosys_ops_set,
+};
+static struct fi_ops_domain domain_ops = {
+	.size = sizeof(struct fi_ops_domain), .av_open = domain_av_open, .cq_open = domain_cq_open,
+	.endpoint = domain_endpoint, .scalable_ep = domain_sep, .cntr_open = domain_cntr_open,
+	.poll_open = domain_poll, .stx_ctx = domain_stx, .srx_ctx = domain_srx,
+	.query_atomic = domain_qatomic, .query_collective = domain_qcoll,
+	.endpoint2 = domain_endpoint2,
+};
+static struct fi_ops_mr domain_mr_ops = {
+	.size = sizeof(struct fi_ops_mr), .reg = mr_reg_nosys, .regv = mr_regv_nosys,
+	.regattr = mr_regattr_nosys,
+};
+
+struct fid_domain *lnx_new_domain(lnx_handle h, struct fid_fabric *fabric, void *context)
+{
+	struct lnx_domain *d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->dom.fid.fclass = FI_CLASS_DOMAIN;
+	d->dom.fid.context = context;
+	d->dom.fid.ops = &domain_fi_ops;
+	d->dom.ops = &domain_ops;
+	d->dom.mr = &domain_mr_ops;
+	d->h = h;
+	return &d->dom;
+}
+
+/* ---- endpoint ----------------------------------------------------------- */
+
+static struct fi_ops av_fi_ops, cq_fi_ops, cntr_fi_ops;
+
+lnx_handle lnx_handle_of(struct fid *fid, int *kind)
+{
+	*kind = LNX_KIND_NONE;
+	if (!fid)
+		return 0;
+	if (fid->ops == &av_fi_ops) {
+		*kind = LNX_KIND_AV;
+		return LNX_H(lnx_av, fid);
+	}
+	if (fid->ops == &cq_fi_ops) {
+		*kind = LNX_KIND_CQ;
+		return LNX_H(lnx_cq, fid);
+	}
+	if (fid->ops == &cntr_fi_ops) {
+		*kind = LNX_KIND_CNTR;
+		return LNX_H(lnx_cntr, fid);
+	}
+	return 0;
+}
+
+static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	int kind;
+	lnx_handle bh = lnx_handle_of(bfid, &kind);
+	if (!bh)
+		return -FI_EINVAL;
+	return lnx_go_ep_bind(LNX_H(lnx_ep, fid), bh, kind, flags);
+}
+
+static int ep_control(struct fid *fid, int command, void *arg)
+{
+	switch (command) {
+	case FI_ENABLE:
+		return lnx_go_ep_enable(LNX_H(lnx_ep, fid));
+	case FI_GETOPSFLAG:
+		if (!arg)
+			return -FI_EINVAL;
+		return lnx_go_ep_opsflag(LNX_H(lnx_ep, fid), (uint64_t *)arg, 0);
+	case FI_SETOPSFLAG:
+		if (!arg)
+			return -FI_EINVAL;
+		return lnx_go_ep_opsflag(LNX_H(lnx_ep, fid), (uint64_t *)arg, 1);
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+static ssize_t ep_cancel(fid_t fid, void *context)
+{
+	return lnx_go_ep_cancel(LNX_H(lnx_ep, fid), context);
+}
+
+static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	return lnx_go_ep_getopt(LNX_H(lnx_ep, fid), level, optname, optval, optlen);
+}
+
+static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
+{
+	return lnx_go_ep_setopt(LNX_H(lnx_ep, fid), level, optname, (void *)optval, optlen);
+}
+
+static int ep_txctx(struct fid_ep *sep, int i, struct fi_tx_attr *a, struct fid_ep **t, void *c) { return -FI_ENOSYS; }
+static int ep_rxctx(struct fid_ep *sep, int i, struct fi_rx_attr *a, struct fid_ep **r, void *c) { return -FI_ENOSYS; }
+static ssize_t ep_rx_size_left(struct fid_ep *ep) { return -FI_ENOSYS; }
+static ssize_t ep_tx_size_left(struct fid_ep *ep) { return -FI_ENOSYS; }
+
+static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	if (!addrlen)
+		return -FI_EINVAL;
+	return lnx_go_ep_getname(LNX_H(lnx_ep, fid), addr, addrlen);
+}
+static int ep_setname(fid_t fid, void *addr, size_t addrlen) { return -FI_ENOSYS; }
+static int ep_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen) { return -FI_ENOSYS; }
+static int ep_connect(struct fid_ep *ep, const void *addr, const void *param, size_t len) { return -FI_ENOSYS; }
+static int ep_listen(struct fid_pep *pep) { return -FI_ENOSYS; }
+static int ep_accept(struct fid_ep *ep, const void *param, size_t len) { return -FI_ENOSYS; }
+static int ep_reject(struct fid_pep *pep, fid_t h, const void *param, size_t len) { return -FI_ENOSYS; }
+static int ep_shutdown(struct fid_ep *ep, uint64_t flags) { return -FI_ENOSYS; }
+static int ep_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc, void *c) { return -FI_ENOSYS; }
+
+/* Data transfer: every variant becomes one lnx_go_send / lnx_go_recv. */
+#define EP_H(ep) LNX_H(lnx_ep, ep)
+
+static ssize_t do_send(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
+		       fi_addr_t dest, uint64_t tag, uint64_t data, uint64_t flags, void *ctx, int kind)
+{
+	return lnx_go_send(EP_H(ep), (struct iovec *)iov, desc, count, dest, tag, data, flags, ctx, kind);
+}
+
+static ssize_t do_recv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
+		       fi_addr_t src, uint64_t tag, uint64_t ignore, uint64_t flags, void *ctx, int kind)
+{
+	return lnx_go_recv(EP_H(ep), (struct iovec *)iov, desc, count, src, tag, ignore, flags, ctx, kind);
+}
+
+#define ONE_IOV(buf, len) struct iovec one = { .iov_base = (void *)(buf), .iov_len = (len) }
+
+static ssize_t msg_recv(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src, void *ctx)
+{ ONE_IOV(buf, len); return do_recv(ep, &one, &desc, 1, src, 0, 0, 0, ctx, 0); }
+static ssize_t msg_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count, fi_addr_t src, void *ctx)
+{ return do_recv(ep, iov, desc, count, src, 0, 0, 0, ctx, 0); }
+static ssize_t msg_recvmsg(struct fid_ep *ep, const struct fi_msg *m, uint64_t flags)
+{ return do_recv(ep, m->msg_iov, m->desc, m->iov_count, m->addr, 0, 0, flags, m->context, LNX_OP_EXPLICIT); }
+static ssize_t msg_send(struct fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest, void *ctx)
+{ ONE_IOV(buf, len); return do_send(ep, &one, &desc, 1, dest, 0, 0, 0, ctx, 0); }
+static ssize_t msg_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest, void *ctx)
+{ return do_send(ep, iov, desc, count, dest, 0, 0, 0, ctx, 0); }
+static ssize_t msg_sendmsg(struct fid_ep *ep, const struct fi_msg *m, uint64_t flags)
+{ return do_send(ep, m->msg_iov, m->desc, m->iov_count, m->addr, 0, m->data, flags, m->context, LNX_OP_EXPLICIT); }
+static ssize_t msg_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest)
+{ ONE_IOV(buf, len); return do_send(ep, &one, NULL, 1, dest, 0, 0, 0, NULL, LNX_OP_INJECT); }
+static ssize_t msg_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc, uint64_t data, fi_addr_t dest, void *ctx)
+{ ONE_IOV(buf, len); return do_send(ep, &one, &desc, 1, dest, 0, data, 0, ctx, LNX_OP_DATA); }
+static ssize_t msg_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_addr_t dest)
+{ ONE_IOV(buf, len); return do_send(ep, &one, NULL, 1, dest, 0, data, 0, NULL, LNX_OP_INJECT | LNX_OP_DATA); }
+
+static ssize_t tag_recv(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx)
+{ ONE_IOV(buf, len); return do_recv(ep, &one, &desc, 1, src, tag, ignore, 0, ctx, LNX_OP_TAGGED); }
+static ssize_t tag_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx)
+{ return do_recv(ep, iov, desc, count, src, tag, ignore, 0, ctx, LNX_OP_TAGGED); }
+static ssize_t tag_recvmsg(struct fid_ep *ep, const struct fi_msg_tagged *m, uint64_t flags)
+{ return do_recv(ep, m->msg_iov, m->desc, m->iov_count, m->addr, m->tag, m->ignore, flags, m->context, LNX_OP_TAGGED | LNX_OP_EXPLICIT); }
+static ssize_t tag_send(struct fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t tag, void *ctx)
+{ ONE_IOV(buf, len); return do_send(ep, &one, &desc, 1, dest, tag, 0, 0, ctx, LNX_OP_TAGGED); }
+static ssize_t tag_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest, uint64_t tag, void *ctx)
+{ return do_send(ep, iov, desc, count, dest, tag, 0, 0, ctx, LNX_OP_TAGGED); }
+static ssize_t tag_sendmsg(struct fid_ep *ep, const struct fi_msg_tagged *m, uint64_t flags)
+{ return do_send(ep, m->msg_iov, m->desc, m->iov_count, m->addr, m->tag, m->data, flags, m->context, LNX_OP_TAGGED | LNX_OP_EXPLICIT); }
+static ssize_t tag_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag)
+{ ONE_IOV(buf, len); return do_send(ep, &one, NULL, 1, dest, tag, 0, 0, NULL, LNX_OP_TAGGED | LNX_OP_INJECT); }
+static ssize_t tag_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc, uint64_t data, fi_addr_t dest, uint64_t tag, void *ctx)
+{ ONE_IOV(buf, len); return do_send(ep, &one, &desc, 1, dest, tag, data, 0, ctx, LNX_OP_TAGGED | LNX_OP_DATA); }
+static ssize_t tag_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_addr_t dest, uint64_t tag)
+{ ONE_IOV(buf, len); return do_send(ep, &one, NULL, 1, dest, tag, data, 0, NULL, LNX_OP_TAGGED | LNX_OP_INJECT | LNX_OP_DATA); }
+
+static struct fi_ops ep_fi_ops = {
+	.size = sizeof(struct fi_ops), .close = ep_close, .bind = ep_bind,
+	.control = ep_control, .ops_open = nosys_ops_open, .ops_set = nosys_ops_set,
+};
+static struct fi_ops_ep ep_ops = {
+	.size = sizeof(struct fi_ops_ep), .cancel = ep_cancel, .getopt = ep_getopt,
+	.setopt = ep_setopt, .tx_ctx = ep_txctx, .rx_ctx = ep_rxctx,
+	.rx_size_left = ep_rx_size_left, .tx_size_left = ep_tx_size_left,
+};
+static struct fi_ops_cm ep_cm_ops = {
+	.size = sizeof(struct fi_ops_cm), .setname = ep_setname, .getname = ep_getname,
+	.getpeer = ep_getpeer, .connect = ep_connect, .listen = ep_listen, .accept = ep_accept,
+	.reject = ep_reject, .shutdown = ep_shutdown, .join = ep_join,
+};
+static struct fi_ops_msg ep_msg_ops = {
+	.size = sizeof(struct fi_ops_msg), .recv = msg_recv, .recvv = msg_recvv, .recvmsg = msg_recvmsg,
+	.send = msg_send, .sendv = msg_sendv, .sendmsg = msg_sendmsg, .inject = msg_inject,
+	.senddata = msg_senddata, .injectdata = msg_injectdata,
+};
+static struct fi_ops_tagged ep_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged), .recv = tag_recv, .recvv = tag_recvv, .recvmsg = tag_recvmsg,
+	.send = tag_send, .sendv = tag_sendv, .sendmsg = tag_sendmsg, .inject = tag_inject,
+	.senddata = tag_senddata, .injectdata = tag_injectdata,
+};
+
+/* RMA and atomics are not offered (caps say so); the tables exist so a
+ * stray call returns -FI_ENOSYS instead of jumping through NULL. */
+static ssize_t rma_nosys_read(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t a, uint64_t addr, uint64_t key, void *ctx) { return -FI_ENOSYS; }
+static ssize_t rma_nosys_readv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count, fi_addr_t a, uint64_t addr, uint64_t key, void *ctx) { return -FI_ENOSYS; }
+static ssize_t rma_nosys_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags) { return -FI_ENOSYS; }
+static ssize_t rma_nosys_write(struct fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t a, uint64_t addr, uint64_t key, void *ctx) { return -FI_ENOSYS; }
+static ssize_t rma_nosys_writev(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count, fi_addr_t a, uint64_t addr, uint64_t key, void *ctx) { return -FI_ENOSYS; }
+static ssize_t rma_nosys_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags) { return -FI_ENOSYS; }
+static ssize_t rma_nosys_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t a, uint64_t addr, uint64_t key) { return -FI_ENOSYS; }
+static ssize_t rma_nosys_writedata(struct fid_ep *ep, const void *buf, size_t len, void *desc, uint64_t data, fi_addr_t a, uint64_t addr, uint64_t key, void *ctx) { return -FI_ENOSYS; }
+static ssize_t rma_nosys_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_addr_t a, uint64_t addr, uint64_t key) { return -FI_ENOSYS; }
+static struct fi_ops_rma ep_rma_ops = {
+	.size = sizeof(struct fi_ops_rma), .read = rma_nosys_read, .readv = rma_nosys_readv,
+	.readmsg = rma_nosys_readmsg, .write = rma_nosys_write, .writev = rma_nosys_writev,
+	.writemsg = rma_nosys_writemsg, .inject = rma_nosys_inject, .writedata = rma_nosys_writedata,
+	.injectdata = rma_nosys_injectdata,
+};
+
+struct fid_ep *lnx_new_ep(lnx_handle h, void *context)
+{
+	struct lnx_ep *e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->ep.fid.fclass = FI_CLASS_EP;
+	e->ep.fid.context = context;
+	e->ep.fid.ops = &ep_fi_ops;
+	e->ep.ops = &ep_ops;
+	e->ep.cm = &ep_cm_ops;
+	e->ep.msg = &ep_msg_ops;
+	e->ep.tagged = &ep_tagged_ops;
+	e->ep.rma = &ep_rma_ops;
+	e->h = h;
+	return &e->ep;
+}
+
+/* ---- address vector ----------------------------------------------------- */
+
+static int av_insert(struct fid_av *av, const void *addr, size_t count,
+		     fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+	return lnx_go_av_insert(LNX_H(lnx_av, av), (void *)addr, count, fi_addr, flags);
+}
+static int av_insertsvc(struct fid_av *av, const char *node, const char *service,
+			fi_addr_t *fi_addr, uint64_t flags, void *context) { return -FI_ENOSYS; }
+static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt, const char *service,
+			size_t svccnt, fi_addr_t *fi_addr, uint64_t flags, void *context) { return -FI_ENOSYS; }
+static int av_remove(struct fid_av *av, fi_addr_t *fi_addr, size_t count, uint64_t flags)
+{
+	return lnx_go_av_remove(LNX_H(lnx_av, av), fi_addr, count, flags);
+}
+static int av_lookup(struct fid_av *av, fi_addr_t fi_addr, void *addr, size_t *addrlen)
+{
+	if (!addrlen)
+		return -FI_EINVAL;
+	return lnx_go_av_lookup(LNX_H(lnx_av, av), fi_addr, addr, addrlen);
+}
+static const char *av_straddr(struct fid_av *av, const void *addr, char *buf, size_t *len)
+{
+	if (!buf || !len)
+		return NULL;
+	lnx_go_av_straddr((void *)addr, buf, len);
+	return buf;
+}
+static int av_set_nosys(struct fid_av *av, struct fi_av_set_attr *attr, struct fid_av_set **s, void *c) { return -FI_ENOSYS; }
+
+static struct fi_ops av_fi_ops = {
+	.size = sizeof(struct fi_ops), .close = av_close, .bind = nosys_bind,
+	.control = nosys_control, .ops_open = nosys_ops_open, .ops_set = nosys_ops_set,
+};
+static struct fi_ops_av av_ops = {
+	.size = sizeof(struct fi_ops_av), .insert = av_insert, .insertsvc = av_insertsvc,
+	.insertsym = av_insertsym, .remove = av_remove, .lookup = av_lookup,
+	.straddr = av_straddr, .av_set = av_set_nosys,
+};
+
+struct fid_av *lnx_new_av(lnx_handle h, void *context)
+{
+	struct lnx_av *a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	a->av.fid.fclass = FI_CLASS_AV;
+	a->av.fid.context = context;
+	a->av.fid.ops = &av_fi_ops;
+	a->av.ops = &av_ops;
+	a->h = h;
+	return &a->av;
+}
+
+/* ---- completion queue --------------------------------------------------- */
+
+static ssize_t cq_read(struct fid_cq *cq, void *buf, size_t count)
+{
+	return lnx_go_cq_read(LNX_H(lnx_cq, cq), buf, count, NULL, 0);
+}
+static ssize_t cq_readfrom(struct fid_cq *cq, void *buf, size_t count, fi_addr_t *src)
+{
+	return lnx_go_cq_read(LNX_H(lnx_cq, cq), buf, count, src, 0);
+}
+static ssize_t cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf, uint64_t flags)
+{
+	if (!buf)
+		return -FI_EINVAL;
+	return lnx_go_cq_readerr(LNX_H(lnx_cq, cq), buf, flags);
+}
+static ssize_t cq_sread(struct fid_cq *cq, void *buf, size_t count, const void *cond, int timeout)
+{
+	return lnx_go_cq_read(LNX_H(lnx_cq, cq), buf, count, NULL, timeout < 0 ? -1 : timeout + 1);
+}
+static ssize_t cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count, fi_addr_t *src, const void *cond, int timeout)
+{
+	return lnx_go_cq_read(LNX_H(lnx_cq, cq), buf, count, src, timeout < 0 ? -1 : timeout + 1);
+}
+static int cq_signal(struct fid_cq *cq) { return lnx_go_cq_signal(LNX_H(lnx_cq, cq)); }
+static const char *cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data, char *buf, size_t len)
+{
+	const char *s = fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
+	if (buf && len) {
+		strncpy(buf, s, len - 1);
+		buf[len - 1] = '\0';
+		return buf;
+	}
+	return s;
+}
+
+static struct fi_ops cq_fi_ops = {
+	.size = sizeof(struct fi_ops), .close = cq_close, .bind = nosys_bind,
+	.control = nosys_control, .ops_open = nosys_ops_open, .ops_set = nosys_ops_set,
+};
+static struct fi_ops_cq cq_ops = {
+	.size = sizeof(struct fi_ops_cq), .read = cq_read, .readfrom = cq_readfrom,
+	.readerr = cq_readerr, .sread = cq_sread, .sreadfrom = cq_sreadfrom,
+	.signal = cq_signal, .strerror = cq_strerror,
+};
+
+struct fid_cq *lnx_new_cq(lnx_handle h, void *context)
+{
+	struct lnx_cq *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->cq.fid.fclass = FI_CLASS_CQ;
+	c->cq.fid.context = context;
+	c->cq.fid.ops = &cq_fi_ops;
+	c->cq.ops = &cq_ops;
+	c->h = h;
+	return &c->cq;
+}
+
+/* ---- counter ------------------------------------------------------------ */
+
+static uint64_t cntr_read(struct fid_cntr *c) { return lnx_go_cntr_read(LNX_H(lnx_cntr, c), 0); }
+static uint64_t cntr_readerr(struct fid_cntr *c) { return lnx_go_cntr_read(LNX_H(lnx_cntr, c), 1); }
+static int cntr_add(struct fid_cntr *c, uint64_t v) { return lnx_go_cntr_update(LNX_H(lnx_cntr, c), v, 0, 0); }
+static int cntr_set(struct fid_cntr *c, uint64_t v) { return lnx_go_cntr_update(LNX_H(lnx_cntr, c), v, 1, 0); }
+static int cntr_adderr(struct fid_cntr *c, uint64_t v) { return lnx_go_cntr_update(LNX_H(lnx_cntr, c), v, 0, 1); }
+static int cntr_seterr(struct fid_cntr *c, uint64_t v) { return lnx_go_cntr_update(LNX_H(lnx_cntr, c), v, 1, 1); }
+static int cntr_wait(struct fid_cntr *c, uint64_t threshold, int timeout)
+{ return lnx_go_cntr_wait(LNX_H(lnx_cntr, c), threshold, timeout); }
+
+static struct fi_ops cntr_fi_ops = {
+	.size = sizeof(struct fi_ops), .close = cntr_close, .bind = nosys_bind,
+	.control = nosys_control, .ops_open = nosys_ops_open, .ops_set = nosys_ops_set,
+};
+static struct fi_ops_cntr cntr_ops = {
+	.size = sizeof(struct fi_ops_cntr), .read = cntr_read, .readerr = cntr_readerr,
+	.add = cntr_add, .set = cntr_set, .wait = cntr_wait, .adderr = cntr_adderr,
+	.seterr = cntr_seterr,
+};
+
+struct fid_cntr *lnx_new_cntr(lnx_handle h, void *context)
+{
+	struct lnx_cntr *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->cntr.fid.fclass = FI_CLASS_CNTR;
+	c->cntr.fid.context = context;
+	c->cntr.fid.ops = &cntr_fi_ops;
+	c->cntr.ops = &cntr_ops;
+	c->h = h;
+	return &c->cntr;
+}

@@ -1,0 +1,93 @@
+#include <stdlib.h>
+#include <string.h>
+#include "lnx_capi.h"
+#include "_cgo_export.h"
+
+/* Our provider version: above every built-in provider (libfabric 2.x
+ * numbers them 2xx.y) so this DL replaces a built-in lnx of the same name. */
+#define LNX_PROV_VERSION FI_VERSION(1000, 1)
+
+static int lnx_getinfo(uint32_t version, const char *node, const char *service,
+		       uint64_t flags, const struct fi_info *hints, struct fi_info **info)
+{
+	return lnx_go_getinfo(version, (char *)node, (char *)service, flags,
+			      (struct fi_info *)hints, info);
+}
+
+static int lnx_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)
+{
+	lnx_handle h = 0;
+	int ret = lnx_go_fabric(attr, &h);
+	if (ret)
+		return ret;
+	*fabric = lnx_new_fabric(h, context);
+	if (!*fabric) {
+		lnx_go_close(h);
+		return -FI_ENOMEM;
+	}
+	return 0;
+}
+
+static void lnx_cleanup(void)
+{
+	lnx_go_cleanup();
+}
+
+struct fi_provider lnx_prov = {
+	.version = LNX_PROV_VERSION,
+	.fi_version = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION),
+	.name = "lnx",
+	.getinfo = lnx_getinfo,
+	.fabric = lnx_fabric_open,
+	.cleanup = lnx_cleanup,
+};
+
+int lnx_log_enabled(int level, int subsys)
+{
+	return fi_log_enabled(&lnx_prov, (enum fi_log_level)level, (enum fi_log_subsys)subsys);
+}
+
+void lnx_log(int level, int subsys, const char *msg)
+{
+	fi_log(&lnx_prov, (enum fi_log_level)level, (enum fi_log_subsys)subsys,
+	       "lnx", 0, "%s\n", msg);
+}
+
+const char *lnx_getenv(const char *name)
+{
+	return getenv(name);
+}
+
+struct fi_info *lnx_info_next(struct fi_info *info)
+{
+	return info->next;
+}
+
+static void lnx_define_params(void)
+{
+	fi_param_define(&lnx_prov, "prov_links", FI_PARAM_STRING,
+		"Core providers to link: group['|'group], group = prov['+'prov[':'dom[,dom]]]. "
+		"'shm' is lnx's own intra-node core. Default: shm plus the first network provider found.");
+	fi_param_define(&lnx_prov, "disable_shm", FI_PARAM_BOOL,
+		"Drop the shm core from every link (all peers go over the network core).");
+	fi_param_define(&lnx_prov, "node_id", FI_PARAM_STRING,
+		"Node identity used to decide which peers are local (default: hostname and boot id).");
+	fi_param_define(&lnx_prov, "multi_rail_selection", FI_PARAM_STRING,
+		"PER_PEER (default) or PER_MSG rail selection over several domains of one core.");
+	fi_param_define(&lnx_prov, "dump_stats", FI_PARAM_BOOL,
+		"Log per-core traffic counters when an endpoint closes.");
+	fi_param_define(&lnx_prov, "unexpected_max", FI_PARAM_SIZE_T,
+		"Bytes of unexpected messages buffered per endpoint before senders are held back.");
+}
+
+/* libfabric's fi_fini may dlclose us; the Go runtime cannot be unloaded,
+ * so the library is linked with -z nodelete and fi_prov_ini may run again
+ * on the same image after a later fi_getinfo. */
+__attribute__((visibility("default")))
+struct fi_provider *fi_prov_ini(void)
+{
+	/* fi_fini frees the parameter list, so define again on each load. */
+	lnx_define_params();
+	lnx_go_init();
+	return &lnx_prov;
+}

@@ -1,0 +1,152 @@
+package lnx
+
+import (
+	"encoding/hex"
+	"fmt"
+	"sync"
+
+	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/lnx/logging"
+)
+
+// AVAttr is the part of fi_av_attr lnx uses.
+type AVAttr struct {
+	Type  int
+	Count uint64
+}
+
+// AV is an lnx address vector. FI_AV_MAP and FI_AV_TABLE both hand out
+// table indexes as fi_addr_t (MAP lets the provider choose the value).
+type AV struct {
+	Domain *Domain
+	Type   int
+
+	mu      sync.RWMutex
+	entries []*avEntry // index = fi_addr; nil = removed
+	byShm   map[uint64]uint64
+	eps     int
+}
+
+type avEntry struct {
+	addr *Addr
+	raw  []byte
+}
+
+// OpenAV opens an address vector.
+func (d *Domain) OpenAV(attr AVAttr) (*AV, error) {
+	switch attr.Type {
+	case fi.AV_UNSPEC:
+		attr.Type = fi.AV_TABLE
+	case fi.AV_MAP, fi.AV_TABLE:
+	default:
+		return nil, fi.Wrap(fi.EINVAL, "unknown AV type %d", attr.Type)
+	}
+	d.get()
+	return &AV{Domain: d, Type: attr.Type, byShm: map[uint64]uint64{}}, nil
+}
+
+// Insert adds count addresses packed AddrLen bytes apart. Invalid ones get
+// FI_ADDR_NOTAVAIL in out; the return is the number inserted.
+func (av *AV) Insert(blob []byte, count int, out []uint64) int {
+	av.mu.Lock()
+	defer av.mu.Unlock()
+	n := 0
+	for i := 0; i < count; i++ {
+		raw := blob[i*AddrLen : (i+1)*AddrLen]
+		a, err := DecodeAddr(raw)
+		if err == nil && a.Link != linkHash(av.Domain.Link.Name()) {
+			err = fi.Wrap(fi.EINVAL, "peer address is for another link configuration")
+		}
+		if err != nil {
+			logging.Warnf(logging.AV, "fi_av_insert: address %d rejected: %v", i, err)
+			if out != nil {
+				out[i] = fi.ADDR_NOTAVAIL
+			}
+			continue
+		}
+		idx := uint64(len(av.entries))
+		av.entries = append(av.entries, &avEntry{addr: a, raw: append([]byte(nil), raw...)})
+		if id, ok := shmIDOf(a); ok {
+			av.byShm[id] = idx
+		}
+		if out != nil {
+			out[i] = idx
+		}
+		n++
+	}
+	return n
+}
+
+// Remove invalidates fi_addrs.
+func (av *AV) Remove(addrs []uint64) error {
+	av.mu.Lock()
+	defer av.mu.Unlock()
+	for _, a := range addrs {
+		if a >= uint64(len(av.entries)) || av.entries[a] == nil {
+			return fi.Wrap(fi.EINVAL, "fi_av_remove: %d is not in the AV", a)
+		}
+	}
+	for _, a := range addrs {
+		if id, ok := shmIDOf(av.entries[a].addr); ok {
+			delete(av.byShm, id)
+		}
+		av.entries[a] = nil
+	}
+	return nil
+}
+
+// Lookup returns the address stored at fi_addr.
+func (av *AV) Lookup(a uint64) ([]byte, error) {
+	e := av.entry(a)
+	if e == nil {
+		return nil, fi.Wrap(fi.ENOENT, "fi_av_lookup: %d is not in the AV", a)
+	}
+	return e.raw, nil
+}
+
+func (av *AV) entry(a uint64) *avEntry {
+	av.mu.RLock()
+	defer av.mu.RUnlock()
+	if a >= uint64(len(av.entries)) {
+		return nil
+	}
+	return av.entries[a]
+}
+
+// byShmID maps a shm sender id to its fi_addr.
+func (av *AV) byShmID(id uint64) uint64 {
+	av.mu.RLock()
+	defer av.mu.RUnlock()
+	if a, ok := av.byShm[id]; ok {
+		return a
+	}
+	return fi.ADDR_NOTAVAIL
+}
+
+// Straddr renders an lnx address for people: node, then each core.
+func Straddr(raw []byte) string {
+	a, err := DecodeAddr(raw)
+	if err != nil {
+		return "lnx://invalid"
+	}
+	s := fmt.Sprintf("lnx://%016x/%08x", a.Node, a.Link)
+	for _, c := range a.Cores {
+		kind := "ofi"
+		if c.Kind == coreShm {
+			kind = "shm"
+		}
+		s += fmt.Sprintf(";%s=%s", kind, hex.EncodeToString(c.Raw))
+	}
+	return s
+}
+
+// Close closes the AV; endpoints bound to it must be closed first.
+func (av *AV) Close() error {
+	av.mu.Lock()
+	defer av.mu.Unlock()
+	if av.eps > 0 {
+		return fi.Wrap(fi.EBUSY, "AV still bound to %d endpoint(s)", av.eps)
+	}
+	av.Domain.put()
+	return nil
+}

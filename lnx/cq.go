@@ -1,0 +1,181 @@
+package lnx
+
+import (
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/lnx-go/lnx-go/lnx/fi"
+)
+
+// Completion is one CQ entry in format-neutral form; capi writes it out in
+// the CQ's FI_CQ_FORMAT_*.
+type Completion struct {
+	Ctx   unsafe.Pointer // op_context (C memory)
+	Flags uint64
+	Len   uint64
+	Buf   unsafe.Pointer
+	Data  uint64
+	Tag   uint64
+	Src   uint64 // fi_addr of the sender, FI_ADDR_NOTAVAIL if unknown
+	// Error entries only.
+	Err     fi.Errno
+	ProvErr int
+	OLen    uint64
+}
+
+// CQAttr is the part of fi_cq_attr lnx uses.
+type CQAttr struct {
+	Size    uint64
+	Format  int
+	WaitObj int
+}
+
+// CQ is an lnx completion queue. Progress is manual: reading a CQ drives
+// the endpoints bound to it.
+type CQ struct {
+	Domain *Domain
+	Attr   CQAttr
+
+	mu      sync.Mutex
+	entries []Completion // ring of successes
+	head    int
+	errs    []Completion
+	eps     []progresser
+	signal  chan struct{}
+}
+
+type progresser interface{ progress() }
+
+// OpenCQ opens a completion queue.
+func (d *Domain) OpenCQ(attr CQAttr) (*CQ, error) {
+	switch attr.Format {
+	case fi.CQ_FORMAT_UNSPEC:
+		attr.Format = fi.CQ_FORMAT_CONTEXT
+	case fi.CQ_FORMAT_CONTEXT, fi.CQ_FORMAT_MSG, fi.CQ_FORMAT_DATA, fi.CQ_FORMAT_TAGGED:
+	default:
+		return nil, fi.Wrap(fi.EINVAL, "unknown CQ format %d", attr.Format)
+	}
+	switch attr.WaitObj {
+	case fi.WAIT_NONE, fi.WAIT_UNSPEC:
+	default:
+		// sread polls instead of sleeping on an fd; refuse objects an
+		// application would try to wait on itself.
+		return nil, fi.Wrap(fi.ENOSYS, "CQ wait object %d not supported", attr.WaitObj)
+	}
+	d.get()
+	return &CQ{Domain: d, Attr: attr, signal: make(chan struct{}, 1)}, nil
+}
+
+func (q *CQ) attach(p progresser) {
+	q.mu.Lock()
+	q.eps = append(q.eps, p)
+	q.mu.Unlock()
+}
+
+func (q *CQ) detach(p progresser) {
+	q.mu.Lock()
+	for i, e := range q.eps {
+		if e == p {
+			q.eps = append(q.eps[:i], q.eps[i+1:]...)
+			break
+		}
+	}
+	q.mu.Unlock()
+}
+
+// Push adds a successful completion.
+func (q *CQ) Push(c Completion) {
+	q.mu.Lock()
+	q.entries = append(q.entries, c)
+	q.mu.Unlock()
+}
+
+// PushErr adds an error completion.
+func (q *CQ) PushErr(c Completion) {
+	q.mu.Lock()
+	q.errs = append(q.errs, c)
+	q.mu.Unlock()
+}
+
+func (q *CQ) progress() {
+	q.mu.Lock()
+	eps := q.eps
+	q.mu.Unlock()
+	for _, e := range eps {
+		e.progress()
+	}
+}
+
+// Read drives progress and pops up to len(out) entries. It returns
+// -FI_EAVAIL when an error entry is waiting and -FI_EAGAIN when empty.
+// timeout < 0 waits forever, 0 polls once, > 0 is milliseconds+1 (sread).
+func (q *CQ) Read(out []Completion, timeout int) (int, error) {
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(time.Duration(timeout-1) * time.Millisecond)
+	}
+	for spins := 0; ; spins++ {
+		q.progress()
+		q.mu.Lock()
+		if len(q.errs) > 0 {
+			q.mu.Unlock()
+			return 0, fi.EAVAIL
+		}
+		n := copy(out, q.entries[q.head:])
+		q.head += n
+		if q.head == len(q.entries) {
+			q.entries, q.head = q.entries[:0], 0
+		}
+		q.mu.Unlock()
+		if n > 0 {
+			return n, nil
+		}
+		if timeout == 0 {
+			return 0, fi.EAGAIN
+		}
+		select {
+		case <-q.signal:
+			return 0, fi.EAGAIN
+		default:
+		}
+		if timeout > 0 && time.Now().After(deadline) {
+			return 0, fi.EAGAIN
+		}
+		if spins > 64 {
+			time.Sleep(10 * time.Microsecond)
+		}
+	}
+}
+
+// ReadErr pops one error entry.
+func (q *CQ) ReadErr() (Completion, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.errs) == 0 {
+		return Completion{}, false
+	}
+	c := q.errs[0]
+	q.errs = q.errs[1:]
+	return c, true
+}
+
+// Signal wakes a thread blocked in sread.
+func (q *CQ) Signal() {
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+// Close closes the CQ; endpoints bound to it must be closed first.
+func (q *CQ) Close() error {
+	q.mu.Lock()
+	n := len(q.eps)
+	q.mu.Unlock()
+	if n > 0 {
+		return fi.Wrap(fi.EBUSY, "CQ still bound to %d endpoint(s)", n)
+	}
+	q.Domain.put()
+	return nil
+}

@@ -1,0 +1,99 @@
+package lnx
+
+import (
+	"errors"
+
+	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/lnx/logging"
+	"github.com/lnx-go/lnx-go/peers/ofi"
+)
+
+// Domain is an lnx domain: one link, with a core fabric and domain opened
+// for each of the link's network cores.
+type Domain struct {
+	refs
+	Fabric *Fabric
+	Link   *Link
+	Info   fi.Info
+	cores  []*coreDomain
+}
+
+type coreDomain struct {
+	choice CoreChoice
+	list   *ofi.List
+	fab    *ofi.Fabric
+	dom    *ofi.Domain
+}
+
+func (c *coreDomain) close() error {
+	var errs []error
+	if c.dom != nil {
+		errs = append(errs, c.dom.Close())
+	}
+	if c.fab != nil {
+		errs = append(errs, c.fab.Close())
+	}
+	c.list.Free()
+	return errors.Join(errs...)
+}
+
+// OpenDomain opens the link that info's domain name designates.
+func (f *Fabric) OpenDomain(info fi.Info) (*Domain, error) {
+	ls, err := Links(f.Version)
+	if err != nil {
+		return nil, err
+	}
+	var link *Link
+	for _, l := range ls {
+		if info.Domain.Name == "" || info.Domain.Name == l.Name() {
+			link = l
+			break
+		}
+	}
+	if link == nil {
+		return nil, fi.Wrap(fi.EINVAL, "domain %q is not a configured lnx link", info.Domain.Name)
+	}
+	d := &Domain{Fabric: f, Link: link, Info: info}
+	for _, c := range link.Cores {
+		cd := &coreDomain{choice: c}
+		d.cores = append(d.cores, cd)
+		if err := cd.open(f.Version); err != nil {
+			d.closeCores()
+			return nil, err
+		}
+	}
+	f.get()
+	logging.Infof(logging.Domain, "opened domain %q", link.Name())
+	return d, nil
+}
+
+func (c *coreDomain) open(version uint32) error {
+	var err error
+	if c.list, err = ofi.GetInfo(version, c.choice.Prov, c.choice.Domain, ofi.CoreCaps); err != nil {
+		return err
+	}
+	if c.fab, err = ofi.OpenFabric(c.list.Infos[0]); err != nil {
+		return err
+	}
+	c.dom, err = c.fab.OpenDomain()
+	return err
+}
+
+func (d *Domain) closeCores() error {
+	var errs []error
+	for _, c := range d.cores {
+		errs = append(errs, c.close())
+	}
+	d.cores = nil
+	return errors.Join(errs...)
+}
+
+// Close closes the domain; it must have no open children.
+func (d *Domain) Close() error {
+	if d.busy() {
+		return fi.Wrap(fi.EBUSY, "domain has open endpoints, AVs, CQs or counters")
+	}
+	err := d.closeCores()
+	d.Fabric.put()
+	return err
+}

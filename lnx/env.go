@@ -1,0 +1,36 @@
+package lnx
+
+import (
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Getenv reads the process environment. capi replaces it with C getenv:
+// Go's os.Getenv sees a copy taken when the runtime started, which misses
+// variables an application sets before calling fi_getinfo.
+var Getenv = os.Getenv
+
+// Environment variables (documented in README and docs/lnx.7.md).
+const (
+	EnvLinks       = "FI_LNX_PROV_LINKS"
+	EnvDisableShm  = "FI_LNX_DISABLE_SHM"
+	EnvDumpStats   = "FI_LNX_DUMP_STATS"
+	EnvRailSelect  = "FI_LNX_MULTI_RAIL_SELECTION"
+	EnvNodeID      = "FI_LNX_NODE_ID"
+	EnvUnexpMax    = "FI_LNX_UNEXPECTED_MAX"
+	defaultNetwork = "tcp;ofi_rxm"
+)
+
+func envBool(name string) bool {
+	v := strings.TrimSpace(Getenv(name))
+	if v == "" {
+		return false
+	}
+	switch strings.ToLower(v) {
+	case "y", "yes", "on", "true":
+		return true
+	}
+	n, err := strconv.Atoi(v)
+	return err == nil && n != 0
+}

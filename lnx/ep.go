@@ -1,0 +1,210 @@
+package lnx
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/lnx/logging"
+	"github.com/lnx-go/lnx-go/peers/ofi"
+)
+
+// Bind flags (fi_ep_bind).
+const (
+	bindTransmit  = fi.SEND
+	bindRecv      = fi.RECV
+	bindSelective = uint64(1) << 59 // FI_SELECTIVE_COMPLETION
+)
+
+// Endpoint is an lnx RDM endpoint: one core endpoint per linked core,
+// behind one matching engine.
+type Endpoint struct {
+	Domain *Domain
+	Info   fi.Info
+
+	mu      sync.Mutex
+	enabled bool
+	av      *AV
+	txCQ    *CQ
+	rxCQ    *CQ
+	txSel   bool // FI_SELECTIVE_COMPLETION on the transmit CQ
+	rxSel   bool
+	cntrs   map[uint64]*Cntr // keyed by bind flag (FI_SEND, FI_RECV, ...)
+	txFlags uint64
+	rxFlags uint64
+
+	cores []*ofi.Endpoint
+}
+
+// OpenEndpoint opens an endpoint and its core endpoints.
+func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
+	if info.HasEP && info.EP.Type != fi.EP_RDM && info.EP.Type != fi.EP_UNSPEC {
+		return nil, fi.Wrap(fi.EINVAL, "lnx endpoints are FI_EP_RDM")
+	}
+	e := &Endpoint{Domain: d, Info: info, cntrs: map[uint64]*Cntr{}}
+	if info.HasTx {
+		e.txFlags = info.Tx.OpFlags
+	}
+	if info.HasRx {
+		e.rxFlags = info.Rx.OpFlags
+	}
+	for _, c := range d.cores {
+		ce, err := c.dom.OpenEndpoint(fi.AV_TABLE)
+		if err != nil {
+			e.closeCores()
+			return nil, err
+		}
+		e.cores = append(e.cores, ce)
+	}
+	d.get()
+	return e, nil
+}
+
+func (e *Endpoint) closeCores() error {
+	var errs []error
+	for _, c := range e.cores {
+		errs = append(errs, c.Close())
+	}
+	e.cores = nil
+	return errors.Join(errs...)
+}
+
+// Bind attaches an AV, CQ or counter.
+func (e *Endpoint) Bind(obj any, flags uint64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.enabled {
+		return fi.Wrap(fi.EOPBADSTATE, "endpoint already enabled")
+	}
+	switch o := obj.(type) {
+	case *AV:
+		if e.av != nil {
+			return fi.Wrap(fi.EINVAL, "endpoint already has an AV")
+		}
+		if o.Domain != e.Domain {
+			return fi.Wrap(fi.EINVAL, "AV belongs to another domain")
+		}
+		o.mu.Lock()
+		o.eps++
+		o.mu.Unlock()
+		e.av = o
+	case *CQ:
+		if flags&(bindTransmit|bindRecv) == 0 {
+			return fi.Wrap(fi.EBADFLAGS, "CQ bind needs FI_TRANSMIT and/or FI_RECV")
+		}
+		if flags&bindTransmit != 0 {
+			if e.txCQ != nil {
+				return fi.Wrap(fi.EINVAL, "endpoint already has a transmit CQ")
+			}
+			e.txCQ, e.txSel = o, flags&bindSelective != 0
+			o.attach(e)
+		}
+		if flags&bindRecv != 0 {
+			if e.rxCQ != nil {
+				return fi.Wrap(fi.EINVAL, "endpoint already has a receive CQ")
+			}
+			e.rxCQ, e.rxSel = o, flags&bindSelective != 0
+			if o != e.txCQ {
+				o.attach(e)
+			}
+		}
+	case *Cntr:
+		const cntrFlags = fi.SEND | fi.RECV | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE
+		if flags&cntrFlags == 0 || flags&^cntrFlags != 0 {
+			return fi.Wrap(fi.EBADFLAGS, "bad counter bind flags %#x", flags)
+		}
+		for bit := uint64(1); bit != 0; bit <<= 1 {
+			if flags&bit != 0 {
+				e.cntrs[bit] = o
+			}
+		}
+		o.attach(e)
+	default:
+		return fi.Wrap(fi.EINVAL, "cannot bind %T to an endpoint", obj)
+	}
+	return nil
+}
+
+// Enable makes the endpoint ready for data transfer.
+func (e *Endpoint) Enable() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.enabled {
+		return nil
+	}
+	if e.av == nil {
+		return fi.Wrap(fi.ENOAV, "an RDM endpoint needs an AV before fi_enable")
+	}
+	if e.txCQ == nil && e.rxCQ == nil && len(e.cntrs) == 0 {
+		return fi.Wrap(fi.ENOCQ, "endpoint has no CQ or counter bound")
+	}
+	e.enabled = true
+	return nil
+}
+
+// OpsFlags reads or replaces the default op flags (FI_GETOPSFLAG /
+// FI_SETOPSFLAG); which = FI_TRANSMIT or FI_RECV in the flags word.
+func (e *Endpoint) OpsFlags(v *uint64, set bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	dir := *v & (fi.SEND | fi.RECV)
+	p := &e.txFlags
+	switch dir {
+	case fi.SEND:
+	case fi.RECV:
+		p = &e.rxFlags
+	default:
+		return fi.Wrap(fi.EINVAL, "FI_GETOPSFLAG/FI_SETOPSFLAG need exactly one of FI_TRANSMIT, FI_RECV")
+	}
+	if set {
+		*p = *v &^ (fi.SEND | fi.RECV)
+	} else {
+		*v = *p | dir
+	}
+	return nil
+}
+
+// Name returns the endpoint's lnx address.
+func (e *Endpoint) Name() ([]byte, error) {
+	a := Addr{Node: NodeID(), Link: linkHash(e.Domain.Link.Name())}
+	for _, c := range e.cores {
+		raw, err := c.Name()
+		if err != nil {
+			return nil, err
+		}
+		a.Cores = append(a.Cores, CoreAddr{Kind: coreOFI, Raw: raw})
+	}
+	return a.Encode()
+}
+
+func (e *Endpoint) progress() {}
+
+// Close closes the endpoint and its cores, releasing its bindings.
+func (e *Endpoint) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	err := e.closeCores()
+	if e.av != nil {
+		e.av.mu.Lock()
+		e.av.eps--
+		e.av.mu.Unlock()
+	}
+	if e.txCQ != nil {
+		e.txCQ.detach(e)
+	}
+	if e.rxCQ != nil && e.rxCQ != e.txCQ {
+		e.rxCQ.detach(e)
+	}
+	seen := map[*Cntr]bool{}
+	for _, c := range e.cntrs {
+		if !seen[c] {
+			c.detach(e)
+			seen[c] = true
+		}
+	}
+	e.Domain.put()
+	if err != nil {
+		logging.Warnf(logging.EPCtrl, "closing core endpoints: %v", err)
+	}
+	return nil
+}

@@ -1,0 +1,6 @@
+// Package fi mirrors the parts of libfabric's public ABI that lnx reasons
+// about in Go: capability and mode bits, enums, error codes and a Go copy of
+// struct fi_info. It has no cgo so that getinfo and matching logic can be
+// tested without libfabric; package peers/ofi checks every value here
+// against the C headers.
+package fi

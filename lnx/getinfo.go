@@ -1,0 +1,342 @@
+package lnx
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/lnx/links"
+	"github.com/lnx-go/lnx-go/lnx/logging"
+	"github.com/lnx-go/lnx-go/peers/ofi"
+)
+
+// FabricName is fabric_attr->name of every lnx fi_info.
+const FabricName = "lnx"
+
+// Caps lnx offers on every link. FI_HMEM is added only when a device
+// runtime is present (see hmemCaps).
+const baseCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.DIRECTED_RECV |
+	fi.LOCAL_COMM | fi.REMOTE_COMM | fi.SOURCE
+
+const txCapMask = fi.MSG | fi.TAGGED | fi.SEND | fi.HMEM | fi.LOCAL_COMM | fi.REMOTE_COMM
+const rxCapMask = fi.MSG | fi.TAGGED | fi.RECV | fi.DIRECTED_RECV | fi.SOURCE | fi.HMEM | fi.LOCAL_COMM | fi.REMOTE_COMM
+
+// Secondary caps a provider may add to what the hints asked for.
+const secondaryCaps = fi.LOCAL_COMM | fi.REMOTE_COMM | fi.SOURCE
+
+// mr_mode bits lnx can honour when an application offers them.
+const mrModeOffered = fi.MR_HMEM | fi.MR_PROV_KEY | fi.MR_VIRT_ADDR | fi.MR_ALLOCATED | fi.MR_LOCAL | fi.MR_ENDPOINT
+
+// Limits of the built-in shm core.
+var shmLimits = coreLimits{
+	inject: 4096, maxMsg: 1 << 62, txSize: 1024, rxSize: 1024, iov: 8,
+	cqData: 8, msgOrder: fi.ORDER_SAS, mrKeySize: 8, mrIov: 8,
+}
+
+type coreLimits struct {
+	inject, maxMsg, txSize, rxSize, iov, cqData, msgOrder, mrKeySize, mrIov uint64
+}
+
+func (l *coreLimits) meet(o coreLimits) {
+	l.inject = min(l.inject, o.inject)
+	l.maxMsg = min(l.maxMsg, o.maxMsg)
+	l.txSize = min(l.txSize, o.txSize)
+	l.rxSize = min(l.rxSize, o.rxSize)
+	l.iov = min(l.iov, o.iov)
+	l.cqData = min(l.cqData, o.cqData)
+	l.msgOrder &= o.msgOrder
+	l.mrKeySize = min(l.mrKeySize, o.mrKeySize)
+	l.mrIov = min(l.mrIov, o.mrIov)
+}
+
+func limitsOf(in *fi.Info) coreLimits {
+	return coreLimits{
+		inject: in.Tx.InjectSize, maxMsg: in.EP.MaxMsgSize, txSize: in.Tx.Size, rxSize: in.Rx.Size,
+		iov: min(in.Tx.IovLimit, in.Rx.IovLimit), cqData: in.Domain.CQDataSize,
+		msgOrder: in.Tx.MsgOrder & in.Rx.MsgOrder, mrKeySize: in.Domain.MRKeySize, mrIov: in.Domain.MRIovLimit,
+	}
+}
+
+// Link is one usable group of cores: what getinfo reports and fi_domain
+// opens.
+type Link struct {
+	Group links.Group
+	Cores []CoreChoice // network cores; shm is implied by Group.HasShm()
+	lim   coreLimits
+}
+
+// CoreChoice is one network core domain of a link.
+type CoreChoice struct {
+	Prov, Domain string
+}
+
+// Name is the domain name lnx reports for the link ("shm+tcp;ofi_rxm:lo").
+func (l *Link) Name() string {
+	var parts []string
+	if l.Group.HasShm() {
+		parts = append(parts, links.Shm)
+	}
+	byProv := map[string][]string{}
+	var order []string
+	for _, c := range l.Cores {
+		if _, ok := byProv[c.Prov]; !ok {
+			order = append(order, c.Prov)
+		}
+		byProv[c.Prov] = append(byProv[c.Prov], c.Domain)
+	}
+	for _, p := range order {
+		parts = append(parts, p+":"+strings.Join(byProv[p], ","))
+	}
+	return strings.Join(parts, "+")
+}
+
+// candidates for the default network core, best first.
+var defaultCandidates = []string{"cxi", "opx", "efa", "psm3", "verbs;ofi_rxm", defaultNetwork}
+
+var defaultOnce struct {
+	sync.Mutex
+	v string
+}
+
+// linksSpec returns FI_LNX_PROV_LINKS or the default: shm plus the first
+// network provider that answers fi_getinfo.
+func linksSpec(version uint32) string {
+	if s := strings.TrimSpace(Getenv(EnvLinks)); s != "" {
+		return s
+	}
+	defaultOnce.Lock()
+	defer defaultOnce.Unlock()
+	if defaultOnce.v != "" {
+		return defaultOnce.v
+	}
+	spec := links.Shm
+	for _, p := range defaultCandidates {
+		l, err := ofi.GetInfo(version, p, "", ofi.CoreCaps)
+		if err == nil {
+			l.Free()
+			spec = links.Shm + "+" + p
+			break
+		}
+	}
+	logging.Infof(logging.Core, "%s unset; default links %q", EnvLinks, spec)
+	defaultOnce.v = spec
+	return spec
+}
+
+// resolve turns a parsed group into a Link by asking each network core.
+func resolve(version uint32, g links.Group) (*Link, error) {
+	if envBool(EnvDisableShm) {
+		g = links.Group{Members: g.Network()}
+		if len(g.Members) == 0 {
+			return nil, fi.Wrap(fi.ENODATA, "%s set and the link has only shm", EnvDisableShm)
+		}
+	}
+	l := &Link{Group: g, lim: coreLimits{inject: ^uint64(0), maxMsg: ^uint64(0), txSize: ^uint64(0),
+		rxSize: ^uint64(0), iov: ^uint64(0), cqData: ^uint64(0), msgOrder: ^uint64(0), mrKeySize: ^uint64(0), mrIov: ^uint64(0)}}
+	if g.HasShm() {
+		l.lim.meet(shmLimits)
+	}
+	for _, m := range g.Network() {
+		doms := m.Domains
+		if len(doms) == 0 {
+			doms = []string{""}
+		}
+		for _, d := range doms {
+			list, err := ofi.GetInfo(version, m.Prov, d, ofi.CoreCaps)
+			if err != nil {
+				return nil, err
+			}
+			ci := list.Infos[0]
+			l.lim.meet(limitsOf(&ci.Info))
+			l.Cores = append(l.Cores, CoreChoice{Prov: m.Prov, Domain: ci.Domain.Name})
+			list.Free()
+		}
+	}
+	return l, nil
+}
+
+// Links parses and resolves the configured links. Groups whose cores are
+// unavailable are skipped with a warning; a malformed string is EINVAL.
+func Links(version uint32) ([]*Link, error) {
+	spec := linksSpec(version)
+	groups, err := links.Parse(spec)
+	if err != nil {
+		logging.Warnf(logging.Core, "%s: %v", EnvLinks, err)
+		return nil, fi.Wrap(fi.EINVAL, "%s: %v", EnvLinks, err)
+	}
+	var out []*Link
+	var errs []error
+	for _, g := range groups {
+		l, err := resolve(version, g)
+		if err != nil {
+			logging.Warnf(logging.Core, "link %q unavailable: %v", g.String(), err)
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, l)
+	}
+	if len(out) == 0 {
+		return nil, fi.Wrap(fi.ENODATA, "no usable link in %s=%q: %v", EnvLinks, spec, errors.Join(errs...))
+	}
+	return out, nil
+}
+
+// Info builds the fi_info lnx reports for a link.
+func (l *Link) Info(version uint32) fi.Info {
+	caps := baseCaps | hmemCaps()
+	in := fi.Info{
+		Caps: caps, AddrFormat: fi.FORMAT_UNSPEC,
+		HasTx: true, HasRx: true, HasEP: true, HasDomain: true, HasFabric: true,
+		Tx: fi.TxAttr{Caps: caps & txCapMask, MsgOrder: l.lim.msgOrder, CompOrder: fi.ORDER_NONE,
+			InjectSize: l.lim.inject, Size: l.lim.txSize, IovLimit: l.lim.iov},
+		Rx: fi.RxAttr{Caps: caps & rxCapMask, MsgOrder: l.lim.msgOrder, CompOrder: fi.ORDER_NONE,
+			Size: l.lim.rxSize, IovLimit: l.lim.iov},
+		EP: fi.EPAttr{Type: fi.EP_RDM, MaxMsgSize: l.lim.maxMsg, MemTagFormat: 0xaaaaaaaaaaaaaaaa,
+			TxCtxCnt: 1, RxCtxCnt: 1},
+		Domain: fi.DomainAttr{Name: l.Name(), Threading: fi.THREAD_SAFE, ControlProgress: fi.PROGRESS_AUTO,
+			DataProg: fi.PROGRESS_MANUAL, ResourceMgmt: fi.RM_ENABLED, AVType: fi.AV_UNSPEC,
+			MRKeySize: l.lim.mrKeySize, CQDataSize: l.lim.cqData, CQCnt: 1024, EPCnt: 1024,
+			TxCtxCnt: 1024, RxCtxCnt: 1024, MaxEPTxCtx: 1, MaxEPRxCtx: 1, MRIovLimit: l.lim.mrIov,
+			Caps: fi.LOCAL_COMM | fi.REMOTE_COMM, MRCnt: 1 << 16},
+		Fabric: fi.FabricAttr{Name: FabricName, APIVersion: version},
+	}
+	return in
+}
+
+// GetInfo answers lnx's fi_getinfo: one fi_info per usable link that
+// satisfies the hints.
+func GetInfo(version uint32, hints *fi.Info) ([]fi.Info, error) {
+	if hints != nil && hints.HasEP && hints.EP.Type != fi.EP_UNSPEC && hints.EP.Type != fi.EP_RDM {
+		// ofi_rxm and other utilities probe every core with FI_EP_MSG.
+		return nil, fi.Wrap(fi.ENODATA, "lnx offers FI_EP_RDM only")
+	}
+	ls, err := Links(version)
+	if err != nil {
+		return nil, err
+	}
+	var out []fi.Info
+	var reasons []string
+	for _, l := range ls {
+		in := l.Info(version)
+		if hints != nil {
+			if why := applyHints(&in, hints); why != "" {
+				reasons = append(reasons, fmt.Sprintf("%s: %s", in.Domain.Name, why))
+				continue
+			}
+		}
+		out = append(out, in)
+	}
+	if len(out) == 0 {
+		msg := strings.Join(reasons, "; ")
+		logging.Infof(logging.Core, "hints not satisfied: %s", msg)
+		return nil, fi.Wrap(fi.ENODATA, "hints not satisfied: %s", msg)
+	}
+	return out, nil
+}
+
+// applyHints narrows in to what hints ask for, or says why it cannot.
+func applyHints(in *fi.Info, h *fi.Info) string {
+	if extra := h.Caps &^ in.Caps; extra != 0 {
+		return fmt.Sprintf("caps %#x not supported", extra)
+	}
+	if h.Caps != 0 {
+		in.Caps = h.Caps | (in.Caps & secondaryCaps)
+		in.Tx.Caps &= in.Caps
+		in.Rx.Caps &= in.Caps
+	}
+	if h.AddrFormat != fi.FORMAT_UNSPEC {
+		return fmt.Sprintf("addr_format %d not supported (lnx addresses are opaque)", h.AddrFormat)
+	}
+	if h.HasEP {
+		if h.EP.MaxMsgSize > in.EP.MaxMsgSize {
+			return "max_msg_size too large"
+		}
+		if h.EP.Protocol != 0 {
+			return "protocol not supported"
+		}
+		if h.EP.TxCtxCnt > 1 || h.EP.RxCtxCnt > 1 {
+			return "scalable endpoints not supported"
+		}
+	}
+	if h.HasTx {
+		switch {
+		case h.Tx.Caps&^in.Caps != 0:
+			return fmt.Sprintf("tx caps %#x not supported", h.Tx.Caps&^in.Caps)
+		case h.Tx.MsgOrder&^in.Tx.MsgOrder != 0:
+			return fmt.Sprintf("tx msg_order %#x not supported", h.Tx.MsgOrder&^in.Tx.MsgOrder)
+		case h.Tx.CompOrder&^in.Tx.CompOrder != 0:
+			return "tx comp_order not supported"
+		case h.Tx.InjectSize > in.Tx.InjectSize:
+			return fmt.Sprintf("inject_size %d > %d", h.Tx.InjectSize, in.Tx.InjectSize)
+		case h.Tx.Size > in.Tx.Size:
+			return fmt.Sprintf("tx size %d > %d", h.Tx.Size, in.Tx.Size)
+		case h.Tx.IovLimit > in.Tx.IovLimit:
+			return fmt.Sprintf("tx iov_limit %d > %d", h.Tx.IovLimit, in.Tx.IovLimit)
+		case h.Tx.RmaIovLimit > 0:
+			return "RMA not supported"
+		}
+		in.Tx.OpFlags = h.Tx.OpFlags
+		if h.Tx.MsgOrder != 0 {
+			in.Tx.MsgOrder = h.Tx.MsgOrder
+		}
+	}
+	if h.HasRx {
+		switch {
+		case h.Rx.MsgOrder&^in.Rx.MsgOrder != 0:
+			return fmt.Sprintf("rx msg_order %#x not supported", h.Rx.MsgOrder&^in.Rx.MsgOrder)
+		case h.Rx.CompOrder&^in.Rx.CompOrder != 0:
+			return "rx comp_order not supported"
+		case h.Rx.Size > in.Rx.Size:
+			return fmt.Sprintf("rx size %d > %d", h.Rx.Size, in.Rx.Size)
+		case h.Rx.IovLimit > in.Rx.IovLimit:
+			return fmt.Sprintf("rx iov_limit %d > %d", h.Rx.IovLimit, in.Rx.IovLimit)
+		}
+		in.Rx.OpFlags = h.Rx.OpFlags
+		if h.Rx.MsgOrder != 0 {
+			in.Rx.MsgOrder = h.Rx.MsgOrder
+		}
+	}
+	if h.HasDomain {
+		d := &h.Domain
+		if d.Name != "" && d.Name != in.Domain.Name {
+			return fmt.Sprintf("domain %q not offered", d.Name)
+		}
+		if d.DataProg == fi.PROGRESS_AUTO {
+			return "FI_PROGRESS_AUTO data progress not supported"
+		}
+		if d.Threading != fi.THREAD_UNSPEC {
+			in.Domain.Threading = d.Threading
+		}
+		if d.ControlProgress != fi.PROGRESS_UNSPEC {
+			in.Domain.ControlProgress = d.ControlProgress
+		}
+		if d.ResourceMgmt != fi.RM_UNSPEC {
+			in.Domain.ResourceMgmt = d.ResourceMgmt
+		}
+		if d.AVType != fi.AV_UNSPEC {
+			in.Domain.AVType = d.AVType
+		}
+		if d.MRKeySize > in.Domain.MRKeySize {
+			return "mr_key_size too large"
+		}
+		if d.CQDataSize > in.Domain.CQDataSize {
+			return fmt.Sprintf("cq_data_size %d > %d", d.CQDataSize, in.Domain.CQDataSize)
+		}
+		if d.MRMode == fi.MR_BASIC || d.MRMode == fi.MR_SCALABLE {
+			in.Domain.MRMode = 0
+		} else {
+			in.Domain.MRMode = d.MRMode & mrModeOffered &^ (fi.MR_LOCAL | fi.MR_ENDPOINT)
+			if in.Caps&fi.HMEM == 0 {
+				in.Domain.MRMode &^= fi.MR_HMEM
+			}
+		}
+	}
+	if h.HasFabric {
+		if h.Fabric.Name != "" && h.Fabric.Name != FabricName {
+			return fmt.Sprintf("fabric %q not offered", h.Fabric.Name)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,64 @@
+package ofi
+
+/*
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_eq.h>
+*/
+import "C"
+
+import (
+	"fmt"
+
+	"github.com/lnx-go/lnx-go/lnx/fi"
+)
+
+// ABIMismatches compares package fi's Go mirror with the C headers lnx is
+// built against and lists every difference (tests assert it is empty).
+func ABIMismatches() []string {
+	pairs := []struct {
+		name   string
+		goV, c uint64
+	}{
+		{"FI_MSG", fi.MSG, C.FI_MSG}, {"FI_RMA", fi.RMA, C.FI_RMA}, {"FI_TAGGED", fi.TAGGED, C.FI_TAGGED},
+		{"FI_ATOMIC", fi.ATOMIC, C.FI_ATOMIC}, {"FI_READ", fi.READ, C.FI_READ}, {"FI_WRITE", fi.WRITE, C.FI_WRITE},
+		{"FI_RECV", fi.RECV, C.FI_RECV}, {"FI_SEND", fi.SEND, C.FI_SEND},
+		{"FI_REMOTE_READ", fi.REMOTE_READ, C.FI_REMOTE_READ}, {"FI_REMOTE_WRITE", fi.REMOTE_WRITE, C.FI_REMOTE_WRITE},
+		{"FI_MULTI_RECV", fi.MULTI_RECV, C.FI_MULTI_RECV}, {"FI_REMOTE_CQ_DATA", fi.REMOTE_CQ_DATA, C.FI_REMOTE_CQ_DATA},
+		{"FI_MORE", fi.MORE, C.FI_MORE}, {"FI_PEEK", fi.PEEK, C.FI_PEEK}, {"FI_COMPLETION", fi.COMPLETION, C.FI_COMPLETION},
+		{"FI_INJECT", fi.INJECT, C.FI_INJECT}, {"FI_INJECT_COMPLETE", fi.INJECT_COMPLETE, C.FI_INJECT_COMPLETE},
+		{"FI_TRANSMIT_COMPLETE", fi.TRANSMIT_COMPL, C.FI_TRANSMIT_COMPLETE},
+		{"FI_DELIVERY_COMPLETE", fi.DELIVERY_COMPL, C.FI_DELIVERY_COMPLETE},
+		{"FI_MATCH_COMPLETE", fi.MATCH_COMPLETE, C.FI_MATCH_COMPLETE}, {"FI_AV_USER_ID", fi.AV_USER_ID, C.FI_AV_USER_ID},
+		{"FI_PEER", fi.PEER, C.FI_PEER}, {"FI_HMEM", fi.HMEM, C.FI_HMEM}, {"FI_LOCAL_COMM", fi.LOCAL_COMM, C.FI_LOCAL_COMM},
+		{"FI_REMOTE_COMM", fi.REMOTE_COMM, C.FI_REMOTE_COMM}, {"FI_SOURCE", fi.SOURCE, C.FI_SOURCE},
+		{"FI_DIRECTED_RECV", fi.DIRECTED_RECV, C.FI_DIRECTED_RECV}, {"FI_CLAIM", fi.CLAIM, C.FI_CLAIM},
+		{"FI_DISCARD", fi.DISCARD, C.FI_DISCARD}, {"FI_CONTEXT", fi.CONTEXT, C.FI_CONTEXT},
+		{"FI_CONTEXT2", fi.CONTEXT2, C.FI_CONTEXT2}, {"FI_ORDER_SAS", fi.ORDER_SAS, C.FI_ORDER_SAS},
+		{"FI_ADDR_UNSPEC", fi.ADDR_UNSPEC, C.FI_ADDR_UNSPEC}, {"FI_ADDR_NOTAVAIL", fi.ADDR_NOTAVAIL, C.FI_ADDR_NOTAVAIL},
+		{"FI_MR_LOCAL", fi.MR_LOCAL, C.FI_MR_LOCAL}, {"FI_MR_VIRT_ADDR", fi.MR_VIRT_ADDR, C.FI_MR_VIRT_ADDR},
+		{"FI_MR_ALLOCATED", fi.MR_ALLOCATED, C.FI_MR_ALLOCATED}, {"FI_MR_PROV_KEY", fi.MR_PROV_KEY, C.FI_MR_PROV_KEY},
+		{"FI_MR_ENDPOINT", fi.MR_ENDPOINT, C.FI_MR_ENDPOINT}, {"FI_MR_HMEM", fi.MR_HMEM, C.FI_MR_HMEM},
+		{"FI_ADDR_STR", fi.ADDR_STR, C.FI_ADDR_STR}, {"FI_AV_MAP", fi.AV_MAP, C.FI_AV_MAP}, {"FI_AV_TABLE", fi.AV_TABLE, C.FI_AV_TABLE},
+		{"FI_PROGRESS_MANUAL", fi.PROGRESS_MANUAL, C.FI_PROGRESS_MANUAL}, {"FI_THREAD_SAFE", fi.THREAD_SAFE, C.FI_THREAD_SAFE},
+		{"FI_THREAD_DOMAIN", fi.THREAD_DOMAIN, C.FI_THREAD_DOMAIN}, {"FI_RM_ENABLED", fi.RM_ENABLED, C.FI_RM_ENABLED},
+		{"FI_EP_RDM", fi.EP_RDM, C.FI_EP_RDM}, {"FI_EP_MSG", fi.EP_MSG, C.FI_EP_MSG},
+		{"FI_CQ_FORMAT_TAGGED", fi.CQ_FORMAT_TAGGED, C.FI_CQ_FORMAT_TAGGED}, {"FI_CQ_FORMAT_DATA", fi.CQ_FORMAT_DATA, C.FI_CQ_FORMAT_DATA},
+		{"FI_WAIT_NONE", fi.WAIT_NONE, C.FI_WAIT_NONE}, {"FI_WAIT_UNSPEC", fi.WAIT_UNSPEC, C.FI_WAIT_UNSPEC}, {"FI_WAIT_FD", fi.WAIT_FD, C.FI_WAIT_FD},
+		{"FI_HMEM_CUDA", fi.HMEM_CUDA, C.FI_HMEM_CUDA}, {"FI_HMEM_ROCR", fi.HMEM_ROCR, C.FI_HMEM_ROCR},
+		{"FI_ETRUNC", uint64(fi.ETRUNC), C.FI_ETRUNC}, {"FI_ENOKEY", uint64(fi.ENOKEY), C.FI_ENOKEY},
+		{"FI_EAVAIL", uint64(fi.EAVAIL), C.FI_EAVAIL}, {"FI_ENOAV", uint64(fi.ENOAV), C.FI_ENOAV},
+		{"FI_ENOCQ", uint64(fi.ENOCQ), C.FI_ENOCQ}, {"FI_EOPBADSTATE", uint64(fi.EOPBADSTATE), C.FI_EOPBADSTATE},
+		{"FI_ECANCELED", uint64(fi.ECANCELED), C.FI_ECANCELED}, {"FI_ENODATA", uint64(fi.ENODATA), C.FI_ENODATA},
+		{"FI_EAGAIN", uint64(fi.EAGAIN), C.FI_EAGAIN}, {"FI_EBADFLAGS", uint64(fi.EBADFLAGS), C.FI_EBADFLAGS},
+	}
+	var bad []string
+	for _, p := range pairs {
+		if p.goV != p.c {
+			bad = append(bad, fmt.Sprintf("%s: Go %#x, C %#x", p.name, p.goV, p.c))
+		}
+	}
+	return bad
+}
