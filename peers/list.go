@@ -1,0 +1,102 @@
+package peers
+
+// Intrusive doubly linked lists. Recv and Msg are members of several lists at
+// once (a bucket plus one or two ordered lists), so each carries an array of
+// links indexed by list kind. Written out per type rather than generically so
+// the hot path inlines.
+
+// key indexes exact-match buckets. In an untagged queue tag is always 0.
+type key struct{ src, tag uint64 }
+
+// Recv link indexes.
+const (
+	rBucket = iota // exact bucket or the wildcard list
+	rAll           // every posted receive, in post order
+	nRecvLinks
+)
+
+// Msg link indexes.
+const (
+	mBucket = iota // (src, tag) bucket
+	mSrc           // per-source list; tagged queues only
+	mAll           // every unexpected message, in arrival order
+	nMsgLinks
+)
+
+type recvLink struct {
+	next, prev *Recv
+	list       *recvList
+}
+
+type recvList struct {
+	head, tail *Recv
+	k          key
+}
+
+func (l *recvList) push(i int, r *Recv) {
+	ln := &r.links[i]
+	ln.list, ln.prev, ln.next = l, l.tail, nil
+	if l.tail != nil {
+		l.tail.links[i].next = r
+	} else {
+		l.head = r
+	}
+	l.tail = r
+}
+
+// unlinkRecv removes r from its list i and returns that list.
+func unlinkRecv(i int, r *Recv) *recvList {
+	ln := &r.links[i]
+	l := ln.list
+	if ln.prev != nil {
+		ln.prev.links[i].next = ln.next
+	} else {
+		l.head = ln.next
+	}
+	if ln.next != nil {
+		ln.next.links[i].prev = ln.prev
+	} else {
+		l.tail = ln.prev
+	}
+	*ln = recvLink{} // drop references so freed entries do not pin others
+	return l
+}
+
+type msgLink struct {
+	next, prev *Msg
+	list       *msgList
+}
+
+type msgList struct {
+	head, tail *Msg
+	k          key
+}
+
+func (l *msgList) push(i int, m *Msg) {
+	ln := &m.links[i]
+	ln.list, ln.prev, ln.next = l, l.tail, nil
+	if l.tail != nil {
+		l.tail.links[i].next = m
+	} else {
+		l.head = m
+	}
+	l.tail = m
+}
+
+// unlinkMsg removes m from its list i and returns that list.
+func unlinkMsg(i int, m *Msg) *msgList {
+	ln := &m.links[i]
+	l := ln.list
+	if ln.prev != nil {
+		ln.prev.links[i].next = ln.next
+	} else {
+		l.head = ln.next
+	}
+	if ln.next != nil {
+		ln.next.links[i].prev = ln.prev
+	} else {
+		l.tail = ln.prev
+	}
+	*ln = msgLink{}
+	return l
+}
