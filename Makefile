@@ -1,4 +1,5 @@
 # lnx-go: build the provider, run tests and benchmarks.
+export PATH := $(PATH):/usr/local/go/bin
 GO      ?= go
 LIB     := build/lib/liblnx-fi.so
 CTEST_DIR := build/ctest
@@ -7,9 +8,12 @@ CTEST_DIR := build/ctest
 # never be unloaded; the image stays mapped and fi_prov_ini runs again.
 LDFLAGS := -extldflags=-Wl,-z,nodelete
 
-.PHONY: all lib test gotest ctest bench clean
+.PHONY: all deps lib test gotest ctest bench pingpong clean
 
 all: lib
+
+deps:
+	./build/deps.sh
 
 lib:
 	$(GO) build -buildmode=c-shared -ldflags='$(LDFLAGS)' -o $(LIB) ./capi
@@ -26,5 +30,19 @@ ctest: lib
 
 test: gotest ctest
 
+BENCH := build/bench/fi_bench
+$(BENCH): tests/bench/fi_bench.c
+	@mkdir -p build/bench
+	$(CC) -O2 -Wall -o $@ $< $$(pkg-config --cflags --libs libfabric)
+
+# Main job: lnx over its default links (shm for this same-node pair) beside
+# libfabric's own shm, small sizes.
+pingpong: lib $(BENCH)
+	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH) -r 3 -s 1,64,4096,65536 lnx=lnx shm=shm
+
+# Full benchmark: every size, lnx (links shm) beside shm alone.
+bench: lib $(BENCH)
+	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH) -r 5 lnx=lnx@shm shm=shm
+
 clean:
-	rm -rf build/lib build/ctest
+	rm -rf build/lib build/ctest build/bench

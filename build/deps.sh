@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what building and testing lnx-go needs on a fresh Debian 12
+# machine. Go itself comes from the machine image (/usr/local/go).
+set -euo pipefail
+pkgs=(libfabric-dev libfabric1 libfabric-bin cmake pkg-config gcc make)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	SUDO=""
+	[ "$(id -u)" -eq 0 ] || SUDO=sudo
+	$SUDO apt-get update -q
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
+fi
+command -v go >/dev/null || [ -x /usr/local/go/bin/go ] || {
+	echo "deps.sh: Go 1.26 is required (expected at /usr/local/go)" >&2
+	exit 1
+}

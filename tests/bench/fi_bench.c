@@ -1,0 +1,360 @@
+/*
+ * fi_bench: two-process tagged ping-pong and streaming bandwidth over any
+ * libfabric provider, several providers side by side in one invocation.
+ *
+ *   fi_bench [-r rounds] [-n iters] [-s size,size,...] [-q] CASE...
+ *   CASE = label=prov[@links][#nodeid]   e.g. lnx=lnx@shm  shm=shm
+ *
+ * For each round, each case runs in a fresh pair of processes (forked from
+ * this launcher, which never initialises libfabric itself), so every case
+ * sees its own environment. Cases are interleaved round by round and the
+ * median over rounds is reported, with each case's ratio to the first.
+ * With "#id" the two processes get different FI_LNX_NODE_ID values
+ * (id-0, id-1), so lnx treats them as peers on different nodes.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_errno.h>
+
+#define MAX_SIZES 32
+#define MAX_CASES 8
+#define MAX_ROUNDS 15
+#define WINDOW 64
+#define TAG_DATA 0x1234
+#define TAG_ACK 0x99
+
+struct bcase { char label[32]; char prov[64]; char links[256]; char node[64]; };
+
+struct result { double lat_us[MAX_SIZES]; double bw_mbs[MAX_SIZES]; };
+
+static size_t sizes[MAX_SIZES];
+static int nsizes;
+static int iters = 2000;
+
+#define CHK(call) do { int _r = (int)(call); if (_r < 0) { \
+	fprintf(stderr, "fi_bench: %s:%d %s: %s (%d)\n", __FILE__, __LINE__, #call, fi_strerror(-_r), _r); \
+	_exit(2); } } while (0)
+
+struct ctx {
+	struct fi_info *info;
+	struct fid_fabric *fab;
+	struct fid_domain *dom;
+	struct fid_ep *ep;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	fi_addr_t peer;
+	char *buf;
+	void *desc;
+	struct fid_mr *mr;
+	struct fi_context2 ctx[WINDOW + 1];
+};
+
+static double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static void wait_n(struct ctx *c, int n)
+{
+	struct fi_cq_tagged_entry e[16];
+	double start = now_us();
+	while (n > 0) {
+		ssize_t r = fi_cq_read(c->cq, e, n < 16 ? n : 16);
+		if (r > 0) {
+			n -= r;
+			continue;
+		}
+		if (r == -FI_EAVAIL) {
+			struct fi_cq_err_entry err = {0};
+			fi_cq_readerr(c->cq, &err, 0);
+			fprintf(stderr, "fi_bench: completion error %s\n", fi_strerror(err.err));
+			_exit(3);
+		}
+		if (r != -FI_EAGAIN)
+			CHK(r);
+		if (now_us() - start > 60e6) {
+			fprintf(stderr, "fi_bench: timed out waiting for completions\n");
+			_exit(4);
+		}
+	}
+}
+
+static void post_recv(struct ctx *c, size_t len, uint64_t tag, int slot)
+{
+	ssize_t r;
+	while ((r = fi_trecv(c->ep, c->buf, len, c->desc, c->peer, tag, 0, &c->ctx[slot])) == -FI_EAGAIN)
+		fi_cq_read(c->cq, NULL, 0);
+	CHK(r);
+}
+
+static void post_send(struct ctx *c, size_t len, uint64_t tag, int slot)
+{
+	ssize_t r;
+	while ((r = fi_tsend(c->ep, c->buf, len, c->desc, c->peer, tag, &c->ctx[slot])) == -FI_EAGAIN)
+		fi_cq_read(c->cq, NULL, 0);
+	CHK(r);
+}
+
+static void setup(struct ctx *c, const struct bcase *bc, size_t maxsize, int rfd, int wfd)
+{
+	struct fi_info *hints = fi_allocinfo();
+	hints->caps = FI_TAGGED | FI_MSG;
+	hints->mode = FI_CONTEXT | FI_CONTEXT2;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	hints->domain_attr->av_type = FI_AV_TABLE;
+	hints->fabric_attr->prov_name = strdup(bc->prov);
+	CHK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &c->info));
+	fi_freeinfo(hints);
+	CHK(fi_fabric(c->info->fabric_attr, &c->fab, NULL));
+	CHK(fi_domain(c->fab, c->info, &c->dom, NULL));
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE };
+	CHK(fi_av_open(c->dom, &av_attr, &c->av, NULL));
+	CHK(fi_cq_open(c->dom, &cq_attr, &c->cq, NULL));
+	CHK(fi_endpoint(c->dom, c->info, &c->ep, NULL));
+	CHK(fi_ep_bind(c->ep, &c->av->fid, 0));
+	CHK(fi_ep_bind(c->ep, &c->cq->fid, FI_TRANSMIT | FI_RECV));
+	CHK(fi_enable(c->ep));
+
+	c->buf = aligned_alloc(4096, (maxsize + 4095) & ~(size_t)4095);
+	memset(c->buf, 0xa5, maxsize);
+	if (c->info->domain_attr->mr_mode & FI_MR_LOCAL) {
+		CHK(fi_mr_reg(c->dom, c->buf, maxsize, FI_SEND | FI_RECV, 0, 0, 0, &c->mr, NULL));
+		c->desc = fi_mr_desc(c->mr);
+	}
+
+	char name[1024];
+	size_t len = sizeof(name);
+	CHK(fi_getname(&c->ep->fid, name, &len));
+	if (write(wfd, &len, sizeof(len)) != sizeof(len) || write(wfd, name, len) != (ssize_t)len)
+		_exit(5);
+	char peer[1024];
+	size_t plen;
+	if (read(rfd, &plen, sizeof(plen)) != sizeof(plen) || plen > sizeof(peer) ||
+	    read(rfd, peer, plen) != (ssize_t)plen)
+		_exit(5);
+	if (fi_av_insert(c->av, peer, 1, &c->peer, 0, NULL) != 1) {
+		fprintf(stderr, "fi_bench: fi_av_insert failed\n");
+		_exit(5);
+	}
+}
+
+static void teardown(struct ctx *c)
+{
+	if (c->mr)
+		fi_close(&c->mr->fid);
+	fi_close(&c->ep->fid);
+	fi_close(&c->av->fid);
+	fi_close(&c->cq->fid);
+	fi_close(&c->dom->fid);
+	fi_close(&c->fab->fid);
+	fi_freeinfo(c->info);
+	free(c->buf);
+}
+
+/* One process of a pair; rank 0 measures and writes its result to resfd. */
+static void run_rank(int rank, const struct bcase *bc, int rfd, int wfd, int resfd)
+{
+	struct ctx c = {0};
+	size_t maxsize = 0;
+	for (int i = 0; i < nsizes; i++)
+		if (sizes[i] > maxsize)
+			maxsize = sizes[i];
+	if (bc->links[0])
+		setenv("FI_LNX_PROV_LINKS", bc->links, 1);
+	if (bc->node[0]) {
+		char id[96];
+		snprintf(id, sizeof(id), "%s-%d", bc->node, rank);
+		setenv("FI_LNX_NODE_ID", id, 1);
+	}
+	setup(&c, bc, maxsize, rfd, wfd);
+	struct result res = {0};
+
+	for (int s = 0; s < nsizes; s++) {
+		size_t len = sizes[s];
+		int n = len >= (1 << 20) ? iters / 20 + 10 : len >= 65536 ? iters / 4 + 10 : iters;
+		int warm = n / 10 + 5;
+		double t0 = 0;
+		/* Ping-pong: the receive is always pre-posted before the peer sends. */
+		for (int i = 0; i < warm + n; i++) {
+			if (i == warm)
+				t0 = now_us();
+			if (rank == 0) {
+				post_recv(&c, len, TAG_DATA, 1);
+				post_send(&c, len, TAG_DATA, 0);
+				wait_n(&c, 2);
+			} else {
+				post_recv(&c, len, TAG_DATA, 1);
+				wait_n(&c, 1);
+				post_send(&c, len, TAG_DATA, 0);
+				wait_n(&c, 1);
+			}
+		}
+		res.lat_us[s] = (now_us() - t0) / (2.0 * n);
+
+		/* Streaming: a window of sends, then a zero-byte ack. */
+		int windows = len >= (1 << 20) ? 4 : len >= 65536 ? 16 : 64;
+		for (int w = 0; w < windows + 2; w++) {
+			if (w == 2)
+				t0 = now_us();
+			if (rank == 0) {
+				post_recv(&c, 0, TAG_ACK, WINDOW);
+				for (int k = 0; k < WINDOW; k++)
+					post_send(&c, len, TAG_DATA, k);
+				wait_n(&c, WINDOW + 1);
+			} else {
+				for (int k = 0; k < WINDOW; k++)
+					post_recv(&c, len, TAG_DATA, k);
+				wait_n(&c, WINDOW);
+				post_send(&c, 0, TAG_ACK, WINDOW);
+				wait_n(&c, 1);
+			}
+		}
+		double el = now_us() - t0;
+		res.bw_mbs[s] = (double)len * WINDOW * windows / el; /* bytes/us = MB/s */
+	}
+	if (rank == 0 && write(resfd, &res, sizeof(res)) != sizeof(res))
+		_exit(6);
+	teardown(&c);
+	_exit(0);
+}
+
+static int run_pair(const struct bcase *bc, struct result *out)
+{
+	int a2b[2], b2a[2], res[2];
+	if (pipe(a2b) || pipe(b2a) || pipe(res))
+		return -1;
+	pid_t p0 = fork();
+	if (p0 == 0)
+		run_rank(0, bc, b2a[0], a2b[1], res[1]);
+	pid_t p1 = fork();
+	if (p1 == 0)
+		run_rank(1, bc, a2b[0], b2a[1], res[1]);
+	close(res[1]);
+	close(a2b[0]); close(a2b[1]); close(b2a[0]); close(b2a[1]);
+	ssize_t got = read(res[0], out, sizeof(*out));
+	close(res[0]);
+	int st0 = 0, st1 = 0;
+	waitpid(p0, &st0, 0);
+	waitpid(p1, &st1, 0);
+	if (got != sizeof(*out) || !WIFEXITED(st0) || WEXITSTATUS(st0) || !WIFEXITED(st1) || WEXITSTATUS(st1)) {
+		fprintf(stderr, "fi_bench: case %s failed (status %d/%d)\n", bc->label, st0, st1);
+		return -1;
+	}
+	return 0;
+}
+
+static int cmpd(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(double), cmpd);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void fmt_size(size_t s, char *buf, size_t len)
+{
+	if (s >= (1 << 20) && s % (1 << 20) == 0)
+		snprintf(buf, len, "%zuM", s >> 20);
+	else if (s >= 1024 && s % 1024 == 0)
+		snprintf(buf, len, "%zuK", s >> 10);
+	else
+		snprintf(buf, len, "%zu", s);
+}
+
+int main(int argc, char **argv)
+{
+	int rounds = 5, opt;
+	const char *sizelist = "1,8,64,512,4096,65536,1048576,4194304";
+	while ((opt = getopt(argc, argv, "r:n:s:")) != -1) {
+		switch (opt) {
+		case 'r': rounds = atoi(optarg); break;
+		case 'n': iters = atoi(optarg); break;
+		case 's': sizelist = optarg; break;
+		default:
+			fprintf(stderr, "usage: %s [-r rounds] [-n iters] [-s sizes] label=prov[@links][#node]...\n", argv[0]);
+			return 1;
+		}
+	}
+	/* Keep tcp on loopback: benchmarks never leave this machine. */
+	setenv("FI_TCP_IFACE", "lo", 0);
+	if (rounds < 1 || rounds > MAX_ROUNDS)
+		rounds = 5;
+	char *sl = strdup(sizelist);
+	for (char *t = strtok(sl, ","); t && nsizes < MAX_SIZES; t = strtok(NULL, ","))
+		sizes[nsizes++] = strtoull(t, NULL, 0);
+	struct bcase cases[MAX_CASES];
+	int ncases = 0;
+	for (int i = optind; i < argc && ncases < MAX_CASES; i++) {
+		struct bcase *bc = &cases[ncases++];
+		memset(bc, 0, sizeof(*bc));
+		char *spec = strdup(argv[i]);
+		char *eq = strchr(spec, '=');
+		char *prov = eq ? eq + 1 : spec;
+		snprintf(bc->label, sizeof(bc->label), "%.*s", eq ? (int)(eq - spec) : (int)strlen(spec), spec);
+		char *hash = strchr(prov, '#');
+		if (hash) { *hash = 0; snprintf(bc->node, sizeof(bc->node), "%s", hash + 1); }
+		char *at = strchr(prov, '@');
+		if (at) { *at = 0; snprintf(bc->links, sizeof(bc->links), "%s", at + 1); }
+		snprintf(bc->prov, sizeof(bc->prov), "%s", prov);
+		free(spec);
+	}
+	if (ncases == 0) {
+		fprintf(stderr, "fi_bench: no cases given\n");
+		return 1;
+	}
+	static double lat[MAX_CASES][MAX_SIZES][MAX_ROUNDS], bw[MAX_CASES][MAX_SIZES][MAX_ROUNDS];
+	for (int r = 0; r < rounds; r++) {
+		for (int k = 0; k < ncases; k++) {
+			struct result res;
+			if (run_pair(&cases[k], &res))
+				return 1;
+			for (int s = 0; s < nsizes; s++) {
+				lat[k][s][r] = res.lat_us[s];
+				bw[k][s][r] = res.bw_mbs[s];
+			}
+		}
+	}
+	printf("# tagged ping-pong (one-way latency, us) and streaming bandwidth (MB/s)\n");
+	printf("# medians of %d interleaved rounds; ratio = case / %s\n", rounds, cases[0].label);
+	printf("%-8s", "size");
+	for (int k = 0; k < ncases; k++)
+		printf(" %12s_lat %12s_bw", cases[k].label, cases[k].label);
+	for (int k = 1; k < ncases; k++)
+		printf(" %9s/%s_lat %9s/%s_bw", cases[k].label, cases[0].label, cases[k].label, cases[0].label);
+	printf("\n");
+	for (int s = 0; s < nsizes; s++) {
+		double ml[MAX_CASES], mb[MAX_CASES];
+		char sz[24];
+		fmt_size(sizes[s], sz, sizeof(sz));
+		printf("%-8s", sz);
+		for (int k = 0; k < ncases; k++) {
+			ml[k] = median(lat[k][s], rounds);
+			mb[k] = median(bw[k][s], rounds);
+			printf(" %16.3f %15.1f", ml[k], mb[k]);
+		}
+		for (int k = 1; k < ncases; k++)
+			printf(" %16.2fx %15.2fx", ml[k] / ml[0], mb[k] / mb[0]);
+		printf("\n");
+	}
+	return 0;
+}
