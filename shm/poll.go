@@ -1,0 +1,340 @@
+package shm
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxPiece bounds one remote iov entry (the user address space is < 2^48).
+const maxPiece = 1 << 48
+
+// Poll makes progress: it delivers inbound messages to onArrival, reports
+// completed rendezvous sends to onSendDone, serves fallback copies the
+// endpoint's receivers asked for, and (rate-limited) detects dead peers.
+//
+// If onArrival returns false, Poll stops delivering and leaves that message
+// in its ring for a later Poll (flow control). A nil onArrival delivers
+// nothing; a nil onSendDone leaves completions queued. Callbacks may call
+// Send, Pull, Discard and Connect, but not Poll, Disconnect or Close.
+// Poll returns the number of events delivered.
+func (e *Endpoint) Poll(onArrival func(*Arrival) bool, onSendDone func(sendID uint64, err error)) int {
+	if e.closed {
+		return 0
+	}
+	if atomic.LoadUint64(&e.hdr.claimGen) != e.claimGen {
+		e.refreshClaims()
+	}
+	n := 0
+	if onArrival != nil {
+		for i := 0; i < len(e.active); {
+			r := e.active[i]
+			c, stop := e.drain(r, onArrival)
+			n += c
+			if stop {
+				break
+			}
+			if i < len(e.active) && e.active[i] == r {
+				i++
+			}
+		}
+	}
+	if len(e.busy) != 0 || len(e.failed) != 0 {
+		n += e.progressSends(onSendDone)
+	}
+	e.tick++
+	if e.tick&1023 == 0 {
+		e.housekeep()
+	}
+	return n
+}
+
+// drain delivers up to drainBudget records from r.
+func (e *Endpoint) drain(r *inRing, cb func(*Arrival) bool) (n int, stop bool) {
+	head := r.head
+loop:
+	for n < drainBudget {
+		off := head & r.mask
+		p := unsafe.Add(r.ring, off)
+		rec := (*recHdr)(p)
+		if atomic.LoadUint64(&rec.stamp) != stampOf(head, r.salt) {
+			// Not written yet (whatever the slot holds is stale).
+			if r.state == ringClosing {
+				e.publish(r, head)
+				e.release(r)
+				return n, false
+			}
+			break
+		}
+		kf := rec.kf
+		switch kf & 0xff {
+		case recEager:
+			size := rec.size
+			if size > r.eagerMax {
+				e.publish(r, head)
+				e.corrupt(r, "eager size too large")
+				return n, false
+			}
+			need := (recHdrSize + size + lineBytes - 1) &^ (lineBytes - 1)
+			if off+need > r.size {
+				e.publish(r, head)
+				e.corrupt(r, "eager record crosses ring end")
+				return n, false
+			}
+			a := &e.arr
+			a.Src = r.owner
+			a.Peer = r.peer
+			a.Hdr = Hdr{Tag: rec.tag, Data: rec.data, Flags: uint32(kf >> 32)}
+			a.Size = size
+			a.Eager = unsafe.Slice((*byte)(unsafe.Add(p, recHdrSize)), size)
+			a.Rndv = nil
+			ok := cb(a)
+			a.Eager = nil
+			if !ok {
+				stop = true
+				break loop
+			}
+			head += need
+			n++
+		case recRndv:
+			rv, need, why := e.parseRndv(r, p, off, kf)
+			if rv == nil {
+				e.publish(r, head)
+				e.corrupt(r, why)
+				return n, false
+			}
+			a := &e.arr
+			a.Src = r.owner
+			a.Peer = r.peer
+			a.Hdr = rv.hdr
+			a.Size = rv.size
+			a.Eager = nil
+			a.Rndv = rv
+			ok := cb(a)
+			a.Rndv = nil
+			if !ok {
+				if rv.live {
+					e.putRndv(rv)
+				}
+				stop = true
+				break loop
+			}
+			head += need
+			n++
+		case recPad:
+			if off == 0 {
+				e.publish(r, head)
+				e.corrupt(r, "pad at ring start")
+				return n, false
+			}
+			head += r.size - off
+		default:
+			e.publish(r, head)
+			e.corrupt(r, "unknown record kind")
+			return n, false
+		}
+	}
+	e.publish(r, head)
+	return n, stop
+}
+
+// publish records head as consumed, letting the sender reuse the space.
+func (e *Endpoint) publish(r *inRing, head uint64) {
+	r.head = head
+	if head != r.pubHead {
+		storeRelease(&r.ctl.fwdHead, head)
+		r.pubHead = head
+	}
+}
+
+// parseRndv validates a rendezvous record at p and returns a handle for it,
+// or nil and a reason.
+func (e *Endpoint) parseRndv(r *inRing, p unsafe.Pointer, off, kf uint64) (*Rendezvous, uint64, string) {
+	niov := int(kf >> 8 & 0xff)
+	if niov == 0 || niov > MaxIOV {
+		return nil, 0, "bad iov count"
+	}
+	need := (recHdrSize + uint64(niov)*iovBytes + lineBytes - 1) &^ (lineBytes - 1)
+	if off+need > r.size {
+		return nil, 0, "rendezvous record crosses ring end"
+	}
+	rec := (*recHdr)(p)
+	size := rec.size
+	cookie := rec.cookie
+	rv := e.getRndv()
+	body := unsafe.Add(p, recHdrSize)
+	var sum uint64
+	for i := 0; i < niov; i++ {
+		pair := (*[2]uint64)(unsafe.Add(body, i*iovBytes))
+		base, ln := pair[0], pair[1]
+		if ln == 0 || ln > maxPiece || base > maxPiece*2 || base+ln < base {
+			e.putRndv(rv)
+			return nil, 0, "bad iov entry"
+		}
+		sum += ln
+		rv.iov[i] = unix.RemoteIovec{Base: uintptr(base), Len: int(ln)}
+	}
+	if sum != size {
+		e.putRndv(rv)
+		return nil, 0, "rendezvous size mismatch"
+	}
+	rv.ring = r
+	rv.session = r.session
+	rv.src = r.owner
+	rv.size = size
+	rv.cookie = cookie
+	rv.pid = r.proc.pid
+	rv.hdr = Hdr{Tag: rec.tag, Data: rec.data, Flags: uint32(kf >> 32)}
+	rv.noCMA = kf&rfNoCMA != 0
+	rv.niov = niov
+	return rv, need, ""
+}
+
+func (e *Endpoint) getRndv() *Rendezvous {
+	var rv *Rendezvous
+	if n := len(e.rfree); n > 0 {
+		rv = e.rfree[n-1]
+		e.rfree[n-1] = nil
+		e.rfree = e.rfree[:n-1]
+	} else {
+		rv = &Rendezvous{e: e}
+	}
+	rv.live = true
+	return rv
+}
+
+func (e *Endpoint) putRndv(rv *Rendezvous) {
+	rv.live = false
+	rv.ring = nil
+	rv.niov = 0
+	e.rfree = append(e.rfree, rv)
+}
+
+// corrupt drops r after the sender wrote garbage into it.
+func (e *Endpoint) corrupt(r *inRing, why string) {
+	e.stats.Corrupt++
+	atomic.CompareAndSwapUint64(&r.ctl.state, r.word, stateWord(r.proc.pid, stDropped))
+	e.removeActive(r)
+	r.state = ringBroken
+	if e.cfg.OnError != nil {
+		e.cfg.OnError(r.owner, fmt.Errorf("%w: ring %d from endpoint %016x (pid %d): %s",
+			ErrCorrupt, r.idx, r.owner, r.proc.pid, why))
+	}
+}
+
+func (e *Endpoint) removeActive(r *inRing) {
+	i := r.activeIdx
+	if i < 0 || i >= len(e.active) || e.active[i] != r {
+		return
+	}
+	last := len(e.active) - 1
+	e.active[i] = e.active[last]
+	e.active[i].activeIdx = i
+	e.active[last] = nil
+	e.active = e.active[:last]
+	r.activeIdx = -1
+}
+
+// refreshClaims rescans the channel states after the claim generation
+// changed.
+func (e *Endpoint) refreshClaims() {
+	e.claimGen = atomic.LoadUint64(&e.hdr.claimGen)
+	for i := range e.in {
+		r := &e.in[i]
+		w := atomic.LoadUint64(&r.ctl.state)
+		switch r.state {
+		case ringIdle:
+			if w&0xff == stActive {
+				e.discover(r, w)
+			}
+		case ringActive:
+			if w != r.word {
+				r.state = ringClosing
+			}
+		case ringBroken:
+			if w&0xff == stClosed || w&0xff == stFree {
+				e.release(r)
+			}
+		}
+	}
+}
+
+// discover starts polling a newly claimed ring.
+func (e *Endpoint) discover(r *inRing, w uint64) {
+	r.owner = atomic.LoadUint64(&r.ctl.owner)
+	r.noCMA = atomic.LoadUint64(&r.ctl.flags)&cfNoCMA != 0
+	r.salt = atomic.LoadUint64(&r.ctl.salt)
+	r.word = w
+	r.proc = openProc(int(w >> 8))
+	r.peer = e.peers[r.owner]
+	r.pubHead = r.head
+	r.state = ringActive
+	r.activeIdx = len(e.active)
+	e.active = append(e.active, r)
+}
+
+// release returns a drained (or broken) ring to the free pool.
+func (e *Endpoint) release(r *inRing) {
+	e.removeActive(r)
+	atomic.StoreUint64(&r.ctl.fwdHead, r.head)
+	r.pubHead = r.head
+	atomic.StoreUint64(&r.ctl.ackHead, r.ackTail)
+	r.proc.close()
+	r.proc = proc{fd: -1}
+	r.peer = nil
+	r.owner = 0
+	r.word = 0
+	r.noCMA = false
+	r.session++
+	r.state = ringIdle
+	atomic.StoreUint64(&r.ctl.state, stFree)
+}
+
+// housekeep checks a few inbound rings (round robin, at most one system
+// call) for dead owners, stuck claims and missed claims.
+func (e *Endpoint) housekeep() {
+	now := e.now()
+	if now-e.lastHK < hkInterval {
+		return
+	}
+	e.lastHK = now
+	n := len(e.in)
+	for k := 0; k < n && k < 16; k++ {
+		r := &e.in[e.hkIdx]
+		if e.hkIdx++; e.hkIdx == n {
+			e.hkIdx = 0
+		}
+		w := atomic.LoadUint64(&r.ctl.state)
+		switch r.state {
+		case ringIdle:
+			switch w & 0xff {
+			case stFree:
+				continue
+			case stActive:
+				e.refreshClaims() // a claim whose generation bump we missed
+				return
+			case stClaiming:
+				if pidDead(int(w >> 8)) {
+					atomic.CompareAndSwapUint64(&r.ctl.state, w, stFree)
+				}
+				return
+			default: // closed/dropped/garbage on a ring nobody owns
+				atomic.CompareAndSwapUint64(&r.ctl.state, w, stFree)
+			}
+		case ringActive:
+			if w != r.word || !r.proc.alive() {
+				r.state = ringClosing // drained and released by Poll
+			}
+			return
+		case ringClosing:
+			continue
+		case ringBroken:
+			if w&0xff != stDropped || !r.proc.alive() {
+				e.release(r)
+			}
+			return
+		}
+	}
+}
