@@ -161,16 +161,21 @@ func (q *Queue) Post(r *Recv) *Msg {
 	return nil
 }
 
-// Arrive matches m against the posted receives. If one matches, the
-// earliest-posted such receive is removed and returned and m is not queued.
-// Otherwise m is queued as unexpected and Arrive returns nil. Arriving a Msg
-// that is already queued or claimed panics.
-func (q *Queue) Arrive(m *Msg) *Recv {
+// ArriveIfPosted matches m against the posted receives like Arrive, but
+// never queues it: nil means no receive matched and m is untouched. The
+// caller uses it to hold a message back (flow control) instead of buffering
+// it as unexpected.
+func (q *Queue) ArriveIfPosted(m *Msg) *Recv {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if m.q != nil {
-		panic("peers: Arrive of a Msg that is already queued")
+		panic("peers: ArriveIfPosted of a Msg that is already queued")
 	}
+	return q.takePosted(m)
+}
+
+// takePosted removes and returns the earliest-posted receive matching m.
+func (q *Queue) takePosted(m *Msg) *Recv {
 	var best *Recv
 	if l := q.posted[q.key(m.Src, m.Tag)]; l != nil {
 		best = l.head
@@ -188,6 +193,21 @@ func (q *Queue) Arrive(m *Msg) *Recv {
 	}
 	if best != nil {
 		q.removePosted(best)
+	}
+	return best
+}
+
+// Arrive matches m against the posted receives. If one matches, the
+// earliest-posted such receive is removed and returned and m is not queued.
+// Otherwise m is queued as unexpected and Arrive returns nil. Arriving a Msg
+// that is already queued or claimed panics.
+func (q *Queue) Arrive(m *Msg) *Recv {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if m.q != nil {
+		panic("peers: Arrive of a Msg that is already queued")
+	}
+	if best := q.takePosted(m); best != nil {
 		return best
 	}
 	q.arrSeq++

@@ -447,3 +447,24 @@ func TestExactMatchNoAlloc(t *testing.T) {
 		t.Fatalf("exact match allocates %.1f times per op pair", allocs)
 	}
 }
+
+func TestArriveIfPosted(t *testing.T) {
+	q := NewQueue(true)
+	m := &Msg{Src: 1, Tag: 7, Size: 3}
+	if r := q.ArriveIfPosted(m); r != nil {
+		t.Fatalf("matched %v with nothing posted", r)
+	}
+	if _, unexp, _ := q.Stats(); unexp != 0 {
+		t.Fatalf("ArriveIfPosted queued the message (%d unexpected)", unexp)
+	}
+	r := &Recv{Src: AddrUnspec, Tag: 7}
+	if got := q.Post(r); got != nil {
+		t.Fatalf("Post matched %v", got)
+	}
+	if got := q.ArriveIfPosted(m); got != r {
+		t.Fatalf("ArriveIfPosted = %v, want the posted receive", got)
+	}
+	if posted, unexp, _ := q.Stats(); posted != 0 || unexp != 0 {
+		t.Fatalf("stats after match: posted %d unexpected %d", posted, unexp)
+	}
+}
