@@ -1,8 +1,5 @@
 module github.com/lnx-go/lnx-go
 
-go 1.26.0
+go 1.24.0
 
-require (
-	github.com/klauspost/cpuid/v2 v2.4.2
-	golang.org/x/sys v0.50.0
-)
+require golang.org/x/sys v0.38.0

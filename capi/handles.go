@@ -38,7 +38,12 @@ func code(what string, err error) C.int {
 		return 0
 	}
 	c := fi.Code(err)
-	if c != -int(fi.EAGAIN) && c != -int(fi.ENODATA) {
+	if c == -int(fi.EAGAIN) {
+		// Flow control on the data path: normal, frequent, not worth a log
+		// check.
+		return C.int(c)
+	}
+	if c != -int(fi.ENODATA) {
 		logging.Warnf(logging.Core, "%s: %v", what, err)
 	} else {
 		logging.Debugf(logging.Core, "%s: %v", what, err)

@@ -64,7 +64,8 @@ func (d *Domain) OpenCQ(attr CQAttr) (*CQ, error) {
 		return nil, fi.Wrap(fi.ENOSYS, "CQ wait object %d not supported", attr.WaitObj)
 	}
 	d.get()
-	return &CQ{Domain: d, Attr: attr, signal: make(chan struct{}, 1)}, nil
+	size := max(attr.Size, 1024)
+	return &CQ{Domain: d, Attr: attr, signal: make(chan struct{}, 1), entries: make([]Completion, 0, size)}, nil
 }
 
 func (q *CQ) attach(p progresser) {

@@ -34,3 +34,25 @@ func envBool(name string) bool {
 	n, err := strconv.Atoi(v)
 	return err == nil && n != 0
 }
+
+// envSize reads a byte count (plain number, or with a k/m/g suffix).
+func envSize(name string, def uint64) uint64 {
+	v := strings.ToLower(strings.TrimSpace(Getenv(name)))
+	if v == "" {
+		return def
+	}
+	mult := uint64(1)
+	switch {
+	case strings.HasSuffix(v, "k"):
+		mult, v = 1<<10, strings.TrimSuffix(v, "k")
+	case strings.HasSuffix(v, "m"):
+		mult, v = 1<<20, strings.TrimSuffix(v, "m")
+	case strings.HasSuffix(v, "g"):
+		mult, v = 1<<30, strings.TrimSuffix(v, "g")
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return def
+	}
+	return n * mult
+}

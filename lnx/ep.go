@@ -6,7 +6,9 @@ import (
 
 	"github.com/lnx-go/lnx-go/lnx/fi"
 	"github.com/lnx-go/lnx-go/lnx/logging"
+	"github.com/lnx-go/lnx-go/peers"
 	"github.com/lnx-go/lnx-go/peers/ofi"
+	"github.com/lnx-go/lnx-go/shm"
 )
 
 // Bind flags (fi_ep_bind).
@@ -34,19 +36,42 @@ type Endpoint struct {
 	rxFlags uint64
 
 	cores []*ofi.Endpoint
+
+	// Data path state, guarded by mu.
+	node       uint64
+	shm        *shm.Endpoint
+	peers      map[uint64]*shm.Peer // fi_addr -> connected shm peer
+	tagged     *peers.Queue
+	untagged   *peers.Queue
+	sends      map[uint64]*sendCtx // rendezvous sends awaiting their ack
+	nextSend   uint64
+	unexpBytes uint64
+	unexpMax   uint64
 }
+
+// defaultUnexpMax bounds buffered unexpected payload per endpoint.
+const defaultUnexpMax = 64 << 20
 
 // OpenEndpoint opens an endpoint and its core endpoints.
 func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	if info.HasEP && info.EP.Type != fi.EP_RDM && info.EP.Type != fi.EP_UNSPEC {
 		return nil, fi.Wrap(fi.EINVAL, "lnx endpoints are FI_EP_RDM")
 	}
-	e := &Endpoint{Domain: d, Info: info, cntrs: map[uint64]*Cntr{}}
+	e := &Endpoint{Domain: d, Info: info, cntrs: map[uint64]*Cntr{},
+		node: NodeID(), peers: map[uint64]*shm.Peer{}, sends: map[uint64]*sendCtx{},
+		tagged: peers.NewQueue(true), untagged: peers.NewQueue(false), unexpMax: envSize(EnvUnexpMax, defaultUnexpMax)}
 	if info.HasTx {
 		e.txFlags = info.Tx.OpFlags
 	}
 	if info.HasRx {
 		e.rxFlags = info.Rx.OpFlags
+	}
+	if d.Link.Group.HasShm() {
+		se, err := shm.Open(shm.Config{})
+		if err != nil {
+			return nil, fi.Wrap(fi.ENODEV, "shm core: %v", err)
+		}
+		e.shm = se
 	}
 	for _, c := range d.cores {
 		ce, err := c.dom.OpenEndpoint(fi.AV_TABLE)
@@ -62,6 +87,10 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 
 func (e *Endpoint) closeCores() error {
 	var errs []error
+	if e.shm != nil {
+		errs = append(errs, e.shm.Close())
+		e.shm = nil
+	}
 	for _, c := range e.cores {
 		errs = append(errs, c.Close())
 	}
@@ -166,7 +195,10 @@ func (e *Endpoint) OpsFlags(v *uint64, set bool) error {
 
 // Name returns the endpoint's lnx address.
 func (e *Endpoint) Name() ([]byte, error) {
-	a := Addr{Node: NodeID(), Link: linkHash(e.Domain.Link.Name())}
+	a := Addr{Node: e.node, Link: linkHash(e.Domain.Link.Name())}
+	if e.shm != nil {
+		a.Cores = append(a.Cores, CoreAddr{Kind: coreShm, Raw: e.shm.Addr()})
+	}
 	for _, c := range e.cores {
 		raw, err := c.Name()
 		if err != nil {
@@ -176,8 +208,6 @@ func (e *Endpoint) Name() ([]byte, error) {
 	}
 	return a.Encode()
 }
-
-func (e *Endpoint) progress() {}
 
 // Close closes the endpoint and its cores, releasing its bindings.
 func (e *Endpoint) Close() error {

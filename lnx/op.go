@@ -2,8 +2,6 @@ package lnx
 
 import (
 	"unsafe"
-
-	"github.com/lnx-go/lnx-go/lnx/fi"
 )
 
 // MaxIov is the largest iov count lnx accepts in one operation.
@@ -14,6 +12,14 @@ const MaxIov = 8
 type Buf struct {
 	Ptr unsafe.Pointer
 	Len uint64
+}
+
+// bytes views host memory as a Go slice (no copy).
+func (b Buf) bytes() []byte {
+	if b.Len == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(b.Ptr), b.Len)
 }
 
 // Op is one send or receive as the application posted it.
@@ -34,17 +40,24 @@ type Op struct {
 	HasData  bool
 }
 
-// Send posts a send.
-func (e *Endpoint) Send(op *Op) error {
-	return fi.Wrap(fi.ENOSYS, "data transfer is not implemented yet")
+func (op *Op) length() uint64 {
+	var n uint64
+	for _, b := range op.Iov {
+		n += b.Len
+	}
+	return n
 }
 
-// Recv posts a receive.
-func (e *Endpoint) Recv(op *Op) error {
-	return fi.Wrap(fi.ENOSYS, "data transfer is not implemented yet")
-}
-
-// Cancel cancels a posted receive by context.
-func (e *Endpoint) Cancel(ctx unsafe.Pointer) error {
-	return fi.Wrap(fi.ENOENT, "no operation with that context")
+// scatter copies src into the op's buffers and returns the bytes copied.
+func scatter(dst []Buf, src []byte) uint64 {
+	var n uint64
+	for _, b := range dst {
+		if len(src) == 0 {
+			break
+		}
+		c := copy(b.bytes(), src)
+		src = src[c:]
+		n += uint64(c)
+	}
+	return n
 }

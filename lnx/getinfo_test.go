@@ -1,0 +1,130 @@
+package lnx
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/lnx-go/lnx-go/lnx/fi"
+)
+
+// withEnv sets Getenv to a fixed map for one test.
+func withEnv(t *testing.T, env map[string]string) {
+	t.Helper()
+	old := Getenv
+	Getenv = func(k string) string { return env[k] }
+	t.Cleanup(func() { Getenv = old })
+}
+
+const v117 = 1<<16 | 17
+
+func TestGetInfoShmOnly(t *testing.T) {
+	withEnv(t, map[string]string{EnvLinks: "shm"})
+	infos, err := GetInfo(v117, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 1 {
+		t.Fatalf("%d infos, want 1", len(infos))
+	}
+	in := infos[0]
+	if in.Domain.Name != "shm" || in.Fabric.Name != FabricName || in.EP.Type != fi.EP_RDM {
+		t.Fatalf("unexpected info %+v", in)
+	}
+	for _, c := range []uint64{fi.MSG, fi.TAGGED, fi.DIRECTED_RECV, fi.LOCAL_COMM, fi.REMOTE_COMM} {
+		if in.Caps&c == 0 {
+			t.Errorf("caps %#x lack %#x", in.Caps, c)
+		}
+	}
+	if in.Tx.InjectSize != shmLimits.inject || in.Tx.IovLimit != shmLimits.iov {
+		t.Errorf("limits not the shm core's: inject %d iov %d", in.Tx.InjectSize, in.Tx.IovLimit)
+	}
+}
+
+func TestGetInfoErrors(t *testing.T) {
+	cases := []struct {
+		links string
+		want  fi.Errno
+	}{
+		{"shm++tcp", fi.EINVAL},
+		{"shm:dom", fi.EINVAL},
+		{"|", fi.EINVAL},
+		{"shm+no_such_prov_zz", fi.ENODATA},
+		{"no_such_prov_zz", fi.ENODATA},
+	}
+	for _, c := range cases {
+		withEnv(t, map[string]string{EnvLinks: c.links})
+		_, err := GetInfo(v117, nil)
+		if !errors.Is(err, c.want) {
+			t.Errorf("links %q: err %v, want %v", c.links, err, c.want)
+		}
+	}
+}
+
+func TestGetInfoSkipsUnavailableGroup(t *testing.T) {
+	withEnv(t, map[string]string{EnvLinks: "shm+no_such_prov_zz|shm"})
+	infos, err := GetInfo(v117, nil)
+	if err != nil || len(infos) != 1 || infos[0].Domain.Name != "shm" {
+		t.Fatalf("got %d infos (%v), want only the shm link", len(infos), err)
+	}
+}
+
+func TestGetInfoHints(t *testing.T) {
+	withEnv(t, map[string]string{EnvLinks: "shm"})
+	ok := func(mod func(h *fi.Info)) (fi.Info, error) {
+		h := fi.Info{HasEP: true, HasTx: true, HasRx: true, HasDomain: true, HasFabric: true}
+		mod(&h)
+		infos, err := GetInfo(v117, &h)
+		if err != nil {
+			return fi.Info{}, err
+		}
+		return infos[0], nil
+	}
+	in, err := ok(func(h *fi.Info) {
+		h.Caps = fi.MSG | fi.TAGGED | fi.DIRECTED_RECV
+		h.Mode = fi.CONTEXT | fi.CONTEXT2
+		h.EP.Type = fi.EP_RDM
+		h.Domain.AVType = fi.AV_MAP
+		h.Domain.CQDataSize = 4
+		h.Domain.Threading = fi.THREAD_DOMAIN
+		h.Tx.MsgOrder, h.Rx.MsgOrder = fi.ORDER_SAS, fi.ORDER_SAS
+	})
+	if err != nil {
+		t.Fatalf("Open MPI-like hints rejected: %v", err)
+	}
+	if in.Domain.AVType != fi.AV_MAP || in.Domain.Threading != fi.THREAD_DOMAIN || in.Caps&fi.TAGGED == 0 || in.Mode != 0 {
+		t.Errorf("hints not honoured: %+v", in.Domain)
+	}
+	bad := map[string]func(h *fi.Info){
+		"rma":         func(h *fi.Info) { h.Caps = fi.RMA },
+		"ep msg":      func(h *fi.Info) { h.EP.Type = fi.EP_MSG },
+		"sockaddr":    func(h *fi.Info) { h.AddrFormat = 2 },
+		"inject":      func(h *fi.Info) { h.Tx.InjectSize = 1 << 30 },
+		"iov":         func(h *fi.Info) { h.Rx.IovLimit = 1 << 20 },
+		"domain":      func(h *fi.Info) { h.Domain.Name = "elsewhere" },
+		"fabric":      func(h *fi.Info) { h.Fabric.Name = "bogus" },
+		"auto data":   func(h *fi.Info) { h.Domain.DataProg = fi.PROGRESS_AUTO },
+		"cq data":     func(h *fi.Info) { h.Domain.CQDataSize = 16 },
+		"comp order":  func(h *fi.Info) { h.Tx.CompOrder = fi.ORDER_STRICT },
+		"scalable ep": func(h *fi.Info) { h.EP.TxCtxCnt = 4 },
+	}
+	for name, mod := range bad {
+		if _, err := ok(mod); !errors.Is(err, fi.ENODATA) {
+			t.Errorf("%s: err %v, want ENODATA", name, err)
+		}
+	}
+}
+
+func TestGetInfoWithTCP(t *testing.T) {
+	withEnv(t, map[string]string{EnvLinks: "shm+tcp;ofi_rxm:lo"})
+	infos, err := GetInfo(v117, nil)
+	if err != nil {
+		t.Skipf("tcp;ofi_rxm unavailable: %v", err)
+	}
+	in := infos[0]
+	if in.Domain.Name != "shm+tcp;ofi_rxm:lo" {
+		t.Errorf("domain name %q", in.Domain.Name)
+	}
+	if in.Tx.InjectSize > shmLimits.inject || in.Tx.InjectSize == 0 {
+		t.Errorf("inject size %d is not the minimum over the cores", in.Tx.InjectSize)
+	}
+}

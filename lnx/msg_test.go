@@ -1,0 +1,179 @@
+package lnx
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/lnx-go/lnx-go/lnx/fi"
+)
+
+// pair is two enabled endpoints of one shm-only domain that know each other.
+type pair struct {
+	d      *Domain
+	ep     [2]*Endpoint
+	cq     [2]*CQ
+	av     [2]*AV
+	peerOf [2]uint64 // fi_addr of the other endpoint in each AV
+}
+
+func newPair(t *testing.T) *pair {
+	t.Helper()
+	withEnv(t, map[string]string{EnvLinks: "shm"})
+	infos, err := GetInfo(v117, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenFabric(v117, infos[0].Fabric)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.OpenDomain(infos[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pair{d: d}
+	for i := range p.ep {
+		if p.av[i], err = d.OpenAV(AVAttr{Type: fi.AV_TABLE}); err != nil {
+			t.Fatal(err)
+		}
+		if p.cq[i], err = d.OpenCQ(CQAttr{Format: fi.CQ_FORMAT_TAGGED}); err != nil {
+			t.Fatal(err)
+		}
+		if p.ep[i], err = d.OpenEndpoint(infos[0]); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ep[i].Bind(p.av[i], 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ep[i].Bind(p.cq[i], fi.SEND|fi.RECV); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ep[i].Enable(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range p.ep {
+		name, err := p.ep[1-i].Name()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := []uint64{0}
+		if n := p.av[i].Insert(name, 1, out); n != 1 {
+			t.Fatalf("insert of peer address failed")
+		}
+		p.peerOf[i] = out[0]
+	}
+	t.Cleanup(func() {
+		for i := range p.ep {
+			p.ep[i].Close()
+			p.cq[i].Close()
+			p.av[i].Close()
+		}
+		d.Close()
+		f.Close()
+	})
+	return p
+}
+
+func bufOp(b []byte, addr, tag uint64, tagged bool) *Op {
+	op := &Op{Addr: addr, Tag: tag, Tagged: tagged}
+	op.IovBuf[0] = Buf{Ptr: unsafe.Pointer(unsafe.SliceData(b)), Len: uint64(len(b))}
+	op.Iov = op.IovBuf[:1]
+	op.Desc = op.DescBuf[:1]
+	return op
+}
+
+func (p *pair) wait(t *testing.T, i int) Completion {
+	t.Helper()
+	var out [1]Completion
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		// Drive both sides: rendezvous acks need the sender to poll.
+		p.cq[1-i].progress()
+		n, err := p.cq[i].Read(out[:], 0)
+		if n == 1 {
+			return out[0]
+		}
+		if errors.Is(err, fi.EAVAIL) {
+			c, _ := p.cq[i].ReadErr()
+			t.Fatalf("error completion: %+v", c)
+		}
+	}
+	t.Fatal("timed out waiting for a completion")
+	return Completion{}
+}
+
+func TestTaggedPingPong(t *testing.T) {
+	p := newPair(t)
+	for _, size := range []int{0, 1, 64, 4096, 1 << 16, 1 << 20} {
+		for iter := 0; iter < 20; iter++ {
+			send := bytes.Repeat([]byte{byte(size + iter)}, size)
+			recv := make([]byte, size)
+			ctx := unsafe.Pointer(&recv)
+			rop := bufOp(recv, p.peerOf[1], 42, true)
+			rop.Ctx = ctx
+			if err := p.ep[1].Recv(rop); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.ep[0].Send(bufOp(send, p.peerOf[0], 42, true)); err != nil {
+				t.Fatal(err)
+			}
+			c := p.wait(t, 1)
+			if c.Ctx != ctx || c.Len != uint64(size) || c.Tag != 42 || c.Src != p.peerOf[1] || c.Flags&fi.TAGGED == 0 {
+				t.Fatalf("size %d: completion %+v", size, c)
+			}
+			if !bytes.Equal(recv, send) {
+				t.Fatalf("size %d: data corrupted", size)
+			}
+			p.wait(t, 0)
+		}
+	}
+}
+
+func TestTaggedStreamUnexpected(t *testing.T) {
+	p := newPair(t)
+	for _, size := range []int{1, 64, 4096, 1 << 16} {
+		const window = 64
+		for round := 0; round < 10; round++ {
+			sends := make([][]byte, window)
+			for k := range sends {
+				sends[k] = bytes.Repeat([]byte{byte(k + round)}, size)
+				op := bufOp(sends[k], p.peerOf[0], uint64(k), true)
+				for {
+					err := p.ep[0].Send(op)
+					if !errors.Is(err, fi.EAGAIN) {
+						if err != nil {
+							t.Fatal(err)
+						}
+						break
+					}
+					p.cq[1].progress()
+				}
+			}
+			recvs := make([][]byte, window)
+			for k := range recvs {
+				recvs[k] = make([]byte, size)
+				if err := p.ep[1].Recv(bufOp(recvs[k], p.peerOf[1], uint64(k), true)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for k := 0; k < window; k++ {
+				c := p.wait(t, 1)
+				if c.Len != uint64(size) {
+					t.Fatalf("len %d", c.Len)
+				}
+			}
+			for k := 0; k < window; k++ {
+				p.wait(t, 0)
+			}
+			for k := range recvs {
+				if !bytes.Equal(recvs[k], sends[k]) {
+					t.Fatalf("size %d message %d corrupted", size, k)
+				}
+			}
+		}
+	}
+}
