@@ -47,11 +47,11 @@ $(BENCH): tests/bench/fi_bench.c
 # Main job: lnx over its default links (shm for this same-node pair) beside
 # libfabric's own shm, small sizes.
 pingpong: lib $(BENCH)
-	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH) -r 3 -s 1,64,4096,65536 lnx=lnx shm=shm
+	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH) -r 3 -s 1,64,4096,65536 shm=shm lnx=lnx
 
 # Full benchmark: every size, lnx (links shm) beside shm alone.
 bench: lib $(BENCH)
-	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH) -r 5 lnx=lnx@shm shm=shm
+	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH) -r 5 shm=shm lnx=lnx@shm
 
 clean:
 	rm -rf build/lib build/ctest build/bench

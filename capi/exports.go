@@ -8,7 +8,6 @@ package main
 import "C"
 
 import (
-	"runtime/cgo"
 	"unsafe"
 
 	"github.com/lnx-go/lnx-go/lnx"
@@ -96,8 +95,7 @@ func lnx_go_fabric(attr *C.struct_fi_fabric_attr, h *C.lnx_handle) (ret C.int) {
 	if err != nil {
 		return code("fi_fabric", err)
 	}
-	*h = newHandle(f)
-	return 0
+	return register(f, h)
 }
 
 // closer is what every handle holds.
@@ -113,7 +111,7 @@ func lnx_go_close(h C.lnx_handle) (ret C.int) {
 	if err := obj.Close(); err != nil {
 		return code("fi_close", err)
 	}
-	cgo.Handle(h).Delete()
+	handles.remove(uintptr(h))
 	return 0
 }
 
@@ -131,8 +129,7 @@ func lnx_go_domain(fh C.lnx_handle, info *C.struct_fi_info, h *C.lnx_handle) (re
 	if err != nil {
 		return code("fi_domain", err)
 	}
-	*h = newHandle(d)
-	return 0
+	return register(d, h)
 }
 
 //export lnx_go_av_open
@@ -153,8 +150,7 @@ func lnx_go_av_open(dh C.lnx_handle, attr *C.struct_fi_av_attr, h *C.lnx_handle)
 	if err != nil {
 		return code("fi_av_open", err)
 	}
-	*h = newHandle(av)
-	return 0
+	return register(av, h)
 }
 
 //export lnx_go_cq_open
@@ -172,8 +168,7 @@ func lnx_go_cq_open(dh C.lnx_handle, attr *C.struct_fi_cq_attr, h *C.lnx_handle)
 	if err != nil {
 		return code("fi_cq_open", err)
 	}
-	*h = newHandle(cq)
-	return 0
+	return register(cq, h)
 }
 
 //export lnx_go_cntr_open
@@ -190,8 +185,7 @@ func lnx_go_cntr_open(dh C.lnx_handle, attr *C.struct_fi_cntr_attr, h *C.lnx_han
 	if err != nil {
 		return code("fi_cntr_open", err)
 	}
-	*h = newHandle(c)
-	return 0
+	return register(c, h)
 }
 
 //export lnx_go_endpoint
@@ -209,8 +203,7 @@ func lnx_go_endpoint(dh C.lnx_handle, info *C.struct_fi_info, h *C.lnx_handle) (
 	if err != nil {
 		return code("fi_endpoint", err)
 	}
-	*h = newHandle(e)
-	return 0
+	return register(e, h)
 }
 
 //export lnx_go_ep_bind

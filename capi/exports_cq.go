@@ -50,9 +50,9 @@ func lnx_go_cq_read(ch C.lnx_handle, buf unsafe.Pointer, count C.size_t, src *C.
 		return C.ssize_t(code("fi_cq_read", fi.Wrap(fi.EINVAL, "NULL CQ buffer")))
 	}
 	var tmp [cqBatch]lnx.Completion
-	n, err := q.Read(tmp[:min(int(count), cqBatch)], int(timeout))
-	if err != nil {
-		return C.ssize_t(fi.Code(err))
+	n, errno := q.Read(tmp[:min(int(count), cqBatch)], int(timeout))
+	if errno != 0 {
+		return C.ssize_t(-int(errno))
 	}
 	var srcs []C.fi_addr_t
 	if src != nil {

@@ -9,25 +9,30 @@ import "C"
 
 import (
 	"io"
-	"runtime/cgo"
 	"runtime/debug"
 
 	"github.com/lnx-go/lnx-go/lnx/fi"
 	"github.com/lnx-go/lnx-go/lnx/logging"
 )
 
-// newHandle registers a Go object and returns the integer C keeps.
-func newHandle(v io.Closer) C.lnx_handle { return C.lnx_handle(cgo.NewHandle(v)) }
+// register stores a new object's handle in *h for C to keep; if the table
+// is full the object is closed again and the call fails with -FI_ENOMEM.
+func register(v io.Closer, h *C.lnx_handle) C.int {
+	id := handles.add(v)
+	if id == 0 {
+		v.Close()
+		return -C.FI_ENOMEM
+	}
+	*h = C.lnx_handle(id)
+	return 0
+}
 
 // object resolves a handle to an object of type T.
 func object[T any](h C.lnx_handle) (T, error) {
 	var zero T
-	if h == 0 {
-		return zero, fi.Wrap(fi.EINVAL, "NULL lnx object")
-	}
-	v, ok := cgo.Handle(h).Value().(T)
+	v, ok := handles.get(uintptr(h)).(T)
 	if !ok {
-		return zero, fi.Wrap(fi.EINVAL, "lnx object is %T, want %T", cgo.Handle(h).Value(), zero)
+		return zero, fi.Wrap(fi.EINVAL, "handle %d is not an open %T", uintptr(h), zero)
 	}
 	return v, nil
 }

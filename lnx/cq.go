@@ -109,9 +109,10 @@ func (q *CQ) progress() {
 }
 
 // Read drives progress and pops up to len(out) entries. It returns
-// -FI_EAVAIL when an error entry is waiting and -FI_EAGAIN when empty.
+// FI_EAVAIL when an error entry is waiting and FI_EAGAIN when empty (as a
+// plain code: this is the polling loop's hot path).
 // timeout < 0 waits forever, 0 polls once, > 0 is milliseconds+1 (sread).
-func (q *CQ) Read(out []Completion, timeout int) (int, error) {
+func (q *CQ) Read(out []Completion, timeout int) (int, fi.Errno) {
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(time.Duration(timeout-1) * time.Millisecond)
@@ -130,7 +131,7 @@ func (q *CQ) Read(out []Completion, timeout int) (int, error) {
 		}
 		q.mu.Unlock()
 		if n > 0 {
-			return n, nil
+			return n, 0
 		}
 		if timeout == 0 {
 			return 0, fi.EAGAIN

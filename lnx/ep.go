@@ -47,6 +47,12 @@ type Endpoint struct {
 	nextSend   uint64
 	unexpBytes uint64
 	unexpMax   uint64
+
+	// Hot-path scratch, to keep small messages allocation-free.
+	arriveFn  func(*shm.Arrival) bool
+	sendDone  func(uint64, error)
+	freeRecvs []*recvCtx
+	probe     peers.Msg
 }
 
 // defaultUnexpMax bounds buffered unexpected payload per endpoint.
@@ -66,6 +72,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	if info.HasRx {
 		e.rxFlags = info.Rx.OpFlags
 	}
+	e.arriveFn, e.sendDone = e.onArrival, e.onSendDone
 	if d.Link.Group.HasShm() {
 		se, err := shm.Open(shm.Config{})
 		if err != nil {

@@ -195,7 +195,7 @@ func (e *Endpoint) Recv(op *Op) error {
 		if m == nil {
 			return fi.Wrap(fi.EINVAL, "FI_CLAIM with no message claimed for this context")
 		}
-		r := newRecv(op, flags)
+		r := e.newRecv(op, flags)
 		if flags&fi.DISCARD != 0 {
 			e.discard(m)
 			e.rxCQ.Push(Completion{Ctx: op.Ctx, Flags: fi.RECV | kind, Tag: m.Tag, Src: m.Src})
@@ -204,7 +204,7 @@ func (e *Endpoint) Recv(op *Op) error {
 		e.deliverUnexpected(r, m, kind)
 		return nil
 	}
-	r := newRecv(op, flags)
+	r := e.newRecv(op, flags)
 	r.rec = peers.Recv{Src: src, Tag: op.Tag, Ignore: ignore, Ctx: r}
 	if m := q.Post(&r.rec); m != nil {
 		e.deliverUnexpected(r, m, kind)
@@ -212,10 +212,28 @@ func (e *Endpoint) Recv(op *Op) error {
 	return nil
 }
 
-func newRecv(op *Op, flags uint64) *recvCtx {
-	r := &recvCtx{n: len(op.Iov), ctx: op.Ctx, flags: flags, tag: op.Tag}
+// newRecv takes a receive record from the endpoint's free list (records
+// return there when they complete), so posting allocates nothing.
+func (e *Endpoint) newRecv(op *Op, flags uint64) *recvCtx {
+	var r *recvCtx
+	if n := len(e.freeRecvs); n > 0 {
+		r, e.freeRecvs = e.freeRecvs[n-1], e.freeRecvs[:n-1]
+		*r = recvCtx{}
+	} else {
+		r = new(recvCtx)
+	}
+	r.n, r.ctx, r.flags, r.tag = len(op.Iov), op.Ctx, flags, op.Tag
 	copy(r.iov[:], op.Iov)
 	return r
+}
+
+// maxFreeRecvs bounds the free list; beyond it records go to the GC.
+const maxFreeRecvs = 1024
+
+func (e *Endpoint) putRecv(r *recvCtx) {
+	if len(e.freeRecvs) < maxFreeRecvs {
+		e.freeRecvs = append(e.freeRecvs, r)
+	}
 }
 
 func (e *Endpoint) peek(q *peers.Queue, op *Op, src, ignore, flags, kind uint64) error {
@@ -290,6 +308,8 @@ func (e *Endpoint) deliver(r *recvCtx, src, size uint64, hdr shm.Hdr, data []byt
 		c.Flags |= fi.REMOTE_CQ_DATA
 		c.Data = hdr.Data
 	}
+	wantCQ := !e.rxSel || r.flags&fi.COMPLETION != 0
+	e.putRecv(r) // everything needed is in c now
 	cntr := e.cntrs[fi.RECV]
 	switch {
 	case err != nil:
@@ -308,10 +328,9 @@ func (e *Endpoint) deliver(r *recvCtx, src, size uint64, hdr shm.Hdr, data []byt
 		e.rxCQ.PushErr(c)
 		return
 	}
-	if e.rxSel && r.flags&fi.COMPLETION == 0 {
-		return
+	if wantCQ {
+		e.rxCQ.Push(c)
 	}
-	e.rxCQ.Push(c)
 }
 
 // Cancel cancels a posted receive by context; it completes with
@@ -344,7 +363,7 @@ func (e *Endpoint) progressLocked() {
 	if e.shm == nil || !e.enabled {
 		return
 	}
-	e.shm.Poll(e.onArrival, e.onSendDone)
+	e.shm.Poll(e.arriveFn, e.sendDone)
 }
 
 func (e *Endpoint) onSendDone(id uint64, err error) {
@@ -365,20 +384,24 @@ func (e *Endpoint) onArrival(a *shm.Arrival) bool {
 	q := e.queue(tagged)
 	src := e.av.byShmID(a.Src)
 	kind := opKindFlags(tagged)
-	u := &unexpected{hdr: a.Hdr, rndv: a.Rndv}
-	u.msg = peers.Msg{Src: src, Tag: a.Hdr.Tag, Size: a.Size, Ctx: u}
+	tag := a.Hdr.Tag
 	if !tagged {
-		u.msg.Tag = 0
+		tag = 0
 	}
-	if e.unexpBytes > 0 && e.unexpBytes+uint64(len(a.Eager)) > e.unexpMax {
-		r := q.ArriveIfPosted(&u.msg)
-		if r == nil {
-			return false
-		}
+	// Expected message: match with a scratch record, allocate nothing.
+	e.probe = peers.Msg{Src: src, Tag: tag, Size: a.Size}
+	if r := q.ArriveIfPosted(&e.probe); r != nil {
 		e.deliver(r.Ctx.(*recvCtx), src, a.Size, a.Hdr, a.Eager, a.Rndv, kind)
 		return true
 	}
+	if e.unexpBytes > 0 && e.unexpBytes+uint64(len(a.Eager)) > e.unexpMax {
+		return false // held in the ring: the sender sees a full ring
+	}
+	u := &unexpected{hdr: a.Hdr, rndv: a.Rndv}
+	u.msg = peers.Msg{Src: src, Tag: tag, Size: a.Size, Ctx: u}
 	if r := q.Arrive(&u.msg); r != nil {
+		// Nothing was posted in between (we hold e.mu), but keep Arrive's
+		// answer authoritative.
 		e.deliver(r.Ctx.(*recvCtx), src, a.Size, a.Hdr, a.Eager, a.Rndv, kind)
 		return true
 	}

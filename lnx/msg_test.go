@@ -97,7 +97,7 @@ func (p *pair) wait(t *testing.T, i int) Completion {
 		if n == 1 {
 			return out[0]
 		}
-		if errors.Is(err, fi.EAVAIL) {
+		if err == fi.EAVAIL {
 			c, _ := p.cq[i].ReadErr()
 			t.Fatalf("error completion: %+v", c)
 		}

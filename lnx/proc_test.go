@@ -88,7 +88,7 @@ func (s *solo) waitN(n int, timeout time.Duration) error {
 	for n > 0 {
 		k, err := s.cq.Read(out[:min(n, 16)], 0)
 		n -= k
-		if errors.Is(err, fi.EAVAIL) {
+		if err == fi.EAVAIL {
 			c, _ := s.cq.ReadErr()
 			return fmt.Errorf("error completion %+v", c)
 		}
