@@ -11,12 +11,16 @@ import (
 
 // AddrLen is the fixed size of an lnx endpoint address. libfabric packs
 // FI_FORMAT_UNSPEC addresses back to back in fi_av_insert, so every
-// address of a provider must have the same length.
-const AddrLen = 256
+// address of a provider must have the same length; and Open MPI gives
+// fi_getname a buffer of FI_NAME_MAX (64) bytes.
+const AddrLen = 64
 
+// Layout: "LX", version, core count, node id (8), link hash (4), then per
+// core a kind byte, a length byte and the core's address.
 const (
-	addrMagic    = "LNX\x01"
-	addrHdrLen   = 20
+	addrMagic    = "LX"
+	addrVersion  = 1
+	addrHdrLen   = 16
 	maxAddrCores = 8
 
 	coreShm byte = 1 // lnx's shm core
@@ -41,12 +45,13 @@ type CoreAddr struct {
 func (a *Addr) Encode() ([]byte, error) {
 	b := make([]byte, AddrLen)
 	copy(b, addrMagic)
+	b[2] = addrVersion
 	binary.LittleEndian.PutUint64(b[4:], a.Node)
 	binary.LittleEndian.PutUint32(b[12:], a.Link)
 	if len(a.Cores) > maxAddrCores {
 		return nil, fi.Wrap(fi.EINVAL, "too many cores for an lnx address")
 	}
-	b[16] = byte(len(a.Cores))
+	b[3] = byte(len(a.Cores))
 	off := addrHdrLen
 	for _, c := range a.Cores {
 		if len(c.Raw) > 255 || off+2+len(c.Raw) > AddrLen {
@@ -64,11 +69,14 @@ func DecodeAddr(b []byte) (*Addr, error) {
 	if len(b) < AddrLen {
 		return nil, fi.Wrap(fi.EINVAL, "lnx address is %d bytes, want %d", len(b), AddrLen)
 	}
-	if string(b[:4]) != addrMagic {
+	if string(b[:2]) != addrMagic {
 		return nil, fi.Wrap(fi.EINVAL, "not an lnx address (bad magic)")
 	}
+	if b[2] != addrVersion {
+		return nil, fi.Wrap(fi.EINVAL, "lnx address version %d not supported", b[2])
+	}
 	a := &Addr{Node: binary.LittleEndian.Uint64(b[4:]), Link: binary.LittleEndian.Uint32(b[12:])}
-	n := int(b[16])
+	n := int(b[3])
 	if n > maxAddrCores {
 		return nil, fi.Wrap(fi.EINVAL, "lnx address claims %d cores", n)
 	}

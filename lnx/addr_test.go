@@ -8,7 +8,7 @@ import (
 func TestAddrRoundTrip(t *testing.T) {
 	a := Addr{Node: 0x1122334455667788, Link: 0xabcdef01, Cores: []CoreAddr{
 		{Kind: coreShm, Raw: []byte("lnx-123-abcdef")},
-		{Kind: coreOFI, Raw: bytes.Repeat([]byte{7}, 28)},
+		{Kind: coreOFI, Raw: bytes.Repeat([]byte{7}, 16)},
 	}}
 	b, err := a.Encode()
 	if err != nil {
@@ -38,17 +38,18 @@ func TestAddrRejects(t *testing.T) {
 	cases := map[string][]byte{
 		"short":          good[:AddrLen-1],
 		"bad magic":      mut(func(b []byte) { b[0] = 'X' }),
-		"too many cores": mut(func(b []byte) { b[16] = maxAddrCores + 1 }),
+		"bad version":    mut(func(b []byte) { b[2] = 9 }),
+		"too many cores": mut(func(b []byte) { b[3] = maxAddrCores + 1 }),
 		"unknown kind":   mut(func(b []byte) { b[addrHdrLen] = 9 }),
-		"overrun":        mut(func(b []byte) { b[addrHdrLen+1] = 255; b[16] = 2 }),
-		"truncated core": mut(func(b []byte) { b[16] = maxAddrCores }),
+		"overrun":        mut(func(b []byte) { b[addrHdrLen+1] = 255; b[3] = 2 }),
+		"truncated core": mut(func(b []byte) { b[3] = maxAddrCores }),
 	}
 	for name, b := range cases {
 		if _, err := DecodeAddr(b); err == nil {
 			t.Errorf("%s: DecodeAddr accepted it", name)
 		}
 	}
-	big := Addr{Cores: []CoreAddr{{Kind: coreOFI, Raw: make([]byte, 200)}, {Kind: coreOFI, Raw: make([]byte, 200)}}}
+	big := Addr{Cores: []CoreAddr{{Kind: coreOFI, Raw: make([]byte, 30)}, {Kind: coreOFI, Raw: make([]byte, 30)}}}
 	if _, err := big.Encode(); err == nil {
 		t.Error("Encode accepted cores larger than the blob")
 	}
@@ -58,7 +59,7 @@ func FuzzDecodeAddr(f *testing.F) {
 	good, _ := (&Addr{Node: 1, Cores: []CoreAddr{{Kind: coreShm, Raw: []byte("lnx-1-2")}, {Kind: coreOFI, Raw: []byte{1, 2, 3}}}}).Encode()
 	f.Add(good)
 	f.Add(make([]byte, AddrLen))
-	f.Add([]byte("LNX\x01"))
+	f.Add([]byte("LX\x01"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		a, err := DecodeAddr(b)
 		if err != nil {

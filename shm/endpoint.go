@@ -340,8 +340,11 @@ func Open(cfg Config) (*Endpoint, error) {
 	pid := os.Getpid()
 	var mem []byte
 	var name string
+	var id uint64
 	for try := 0; try < 8; try++ {
-		name = regionName(pid)
+		for id = randUint64(); id == 0; id = randUint64() {
+		}
+		name = regionName(pid, id)
 		mem, err = createRegion(name, geo.total)
 		if err == nil || !errors.Is(err, unix.EEXIST) {
 			break
@@ -349,10 +352,6 @@ func Open(cfg Config) (*Endpoint, error) {
 	}
 	if err != nil {
 		return nil, err
-	}
-	id := randUint64()
-	for id == 0 {
-		id = randUint64()
 	}
 	e := newEndpoint(cfg, geo, mem, id, pid, name)
 	e.mapped = true
@@ -385,7 +384,7 @@ func newEndpoint(cfg Config, geo geometry, mem []byte, id uint64, pid int, name 
 		name:  name,
 		mem:   mem,
 		base:  base,
-		addr:  encodeAddr(id, pid, name),
+		addr:  encodeAddr(id, pid),
 		in:    make([]inRing, geo.nrings),
 		peers: make(map[uint64]*Peer),
 		t0:    time.Now(),

@@ -19,21 +19,20 @@ const shmDir = "/dev/shm"
 
 const namePrefix = "lnx-"
 
-// Address blob layout (little endian):
+// Address blob layout (little endian), 15 bytes so that an lnx address
+// with a network core still fits libfabric's FI_NAME_MAX (64), which Open
+// MPI uses as its buffer for fi_getname:
 //
-//	0  "LNXA"
-//	4  version (1)
-//	5  name length
-//	6  reserved (0)
-//	8  endpoint id
-//	16 owner pid (uint32)
-//	20 reserved (0)
-//	24 region name
+//	0  "LS"
+//	2  version (2)
+//	3  owner pid (uint32)
+//	7  endpoint id (uint64)
+//
+// The region name is derived from pid and id (regionName).
 const (
-	addrMagic   = "LNXA"
-	addrVersion = 1
-	addrFixed   = 24
-	maxNameLen  = 40
+	addrMagic   = "LS"
+	addrVersion = 2
+	addrLen     = 15
 )
 
 type addrInfo struct {
@@ -42,45 +41,33 @@ type addrInfo struct {
 	name string
 }
 
-func encodeAddr(id uint64, pid int, name string) []byte {
-	b := make([]byte, addrFixed+len(name))
+func encodeAddr(id uint64, pid int) []byte {
+	b := make([]byte, addrLen)
 	copy(b, addrMagic)
-	b[4] = addrVersion
-	b[5] = byte(len(name))
-	binary.LittleEndian.PutUint64(b[8:], id)
-	binary.LittleEndian.PutUint32(b[16:], uint32(pid))
-	copy(b[addrFixed:], name)
+	b[2] = addrVersion
+	binary.LittleEndian.PutUint32(b[3:], uint32(pid))
+	binary.LittleEndian.PutUint64(b[7:], id)
 	return b
 }
 
 func parseAddr(b []byte) (addrInfo, error) {
 	var a addrInfo
-	if len(b) < addrFixed || len(b) > addrFixed+maxNameLen {
+	if len(b) != addrLen {
 		return a, fmt.Errorf("%w: bad length %d", ErrBadAddr, len(b))
 	}
-	if string(b[:4]) != addrMagic {
+	if string(b[:2]) != addrMagic {
 		return a, fmt.Errorf("%w: bad magic", ErrBadAddr)
 	}
-	if b[4] != addrVersion {
-		return a, fmt.Errorf("%w: unsupported version %d", ErrBadAddr, b[4])
+	if b[2] != addrVersion {
+		return a, fmt.Errorf("%w: unsupported version %d", ErrBadAddr, b[2])
 	}
-	if b[6] != 0 || b[7] != 0 || b[20] != 0 || b[21] != 0 || b[22] != 0 || b[23] != 0 {
-		return a, fmt.Errorf("%w: reserved bytes set", ErrBadAddr)
-	}
-	if int(b[5]) != len(b)-addrFixed {
-		return a, fmt.Errorf("%w: name length mismatch", ErrBadAddr)
-	}
-	a.id = binary.LittleEndian.Uint64(b[8:])
-	pid := binary.LittleEndian.Uint32(b[16:])
-	a.name = string(b[addrFixed:])
+	pid := binary.LittleEndian.Uint32(b[3:])
+	a.id = binary.LittleEndian.Uint64(b[7:])
 	if a.id == 0 || pid == 0 || pid > 1<<30 {
 		return a, fmt.Errorf("%w: bad id or pid", ErrBadAddr)
 	}
 	a.pid = int(pid)
-	npid, ok := parseName(a.name)
-	if !ok || npid != a.pid {
-		return a, fmt.Errorf("%w: bad region name %q", ErrBadAddr, a.name)
-	}
+	a.name = regionName(a.pid, a.id)
 	return a, nil
 }
 
@@ -227,6 +214,7 @@ func cleanupStale() {
 	}
 }
 
-func regionName(pid int) string {
-	return namePrefix + strconv.Itoa(pid) + "-" + fmt.Sprintf("%016x", randUint64())
+// regionName is the /dev/shm name of the region of endpoint id in pid.
+func regionName(pid int, id uint64) string {
+	return namePrefix + strconv.Itoa(pid) + "-" + fmt.Sprintf("%016x", id)
 }
