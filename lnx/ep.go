@@ -2,6 +2,7 @@ package lnx
 
 import (
 	"errors"
+	"os"
 	"sync"
 
 	"github.com/lnx-go/lnx-go/lnx/fi"
@@ -47,6 +48,8 @@ type Endpoint struct {
 	nextSend   uint64
 	unexpBytes uint64
 	unexpMax   uint64
+
+	stats [numCoreKinds]coreStats
 
 	// Hot-path scratch, to keep small messages allocation-free.
 	arriveFn  func(*shm.Arrival) bool
@@ -220,6 +223,9 @@ func (e *Endpoint) Name() ([]byte, error) {
 func (e *Endpoint) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if envBool(EnvDumpStats) {
+		e.dumpStats(os.Stderr)
+	}
 	err := e.closeCores()
 	if e.av != nil {
 		e.av.mu.Lock()

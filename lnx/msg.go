@@ -110,6 +110,7 @@ func (e *Endpoint) Send(op *Op) error {
 	}
 	// Only the fi_inject* calls suppress the completion; FI_INJECT on a
 	// …msg call just means the buffer is reusable on return.
+	e.stats[kindShm].tx(size)
 	wantCQ := !op.Inject && (!e.txSel || flags&fi.COMPLETION != 0)
 	cflags := fi.SEND | opKindFlags(op.Tagged)
 	if done {
@@ -310,9 +311,11 @@ func (e *Endpoint) deliver(r *recvCtx, src, size uint64, hdr shm.Hdr, data []byt
 	}
 	wantCQ := !e.rxSel || r.flags&fi.COMPLETION != 0
 	e.putRecv(r) // everything needed is in c now
+	e.stats[kindShm].rx(n)
 	cntr := e.cntrs[fi.RECV]
 	switch {
 	case err != nil:
+		e.stats[kindShm].errors++
 		c.Err, c.ProvErr = fi.EIO, fi.Code(err)
 		logging.Warnf(logging.EPData, "receiving %d bytes from %d: %v", size, src, err)
 	case size > capacity:

@@ -3,6 +3,7 @@ package lnx
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -130,6 +131,11 @@ func TestTaggedPingPong(t *testing.T) {
 			}
 			p.wait(t, 0)
 		}
+	}
+	var sb strings.Builder
+	p.ep[1].dumpStats(&sb)
+	if want := "core shm: tx 0 msgs 0 bytes, rx 120 msgs"; !strings.Contains(sb.String(), want) {
+		t.Errorf("stats %q lack %q", sb.String(), want)
 	}
 }
 

@@ -1,0 +1,38 @@
+package lnx
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// Core kinds an endpoint moves traffic over, for its counters.
+const (
+	kindShm = iota
+	kindNet
+	numCoreKinds
+)
+
+// coreStats counts one core's traffic on one endpoint (FI_LNX_DUMP_STATS).
+type coreStats struct {
+	txMsgs, txBytes, rxMsgs, rxBytes, errors uint64
+}
+
+func (s *coreStats) tx(n uint64) { s.txMsgs++; s.txBytes += n }
+func (s *coreStats) rx(n uint64) { s.rxMsgs++; s.rxBytes += n }
+
+// dumpStats writes one line per core that carried traffic, so a user can
+// see which core reached which peers.
+func (e *Endpoint) dumpStats(w io.Writer) {
+	names := [numCoreKinds]string{kindShm: "shm", kindNet: "net"}
+	if cs := e.Domain.Link.Cores; len(cs) > 0 {
+		names[kindNet] = cs[0].Prov + ":" + cs[0].Domain
+	}
+	for k, s := range e.stats {
+		if s.txMsgs+s.rxMsgs+s.errors == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "lnx: pid %d link %s core %s: tx %d msgs %d bytes, rx %d msgs %d bytes, %d errors\n",
+			os.Getpid(), e.Domain.Link.Name(), names[k], s.txMsgs, s.txBytes, s.rxMsgs, s.rxBytes, s.errors)
+	}
+}
