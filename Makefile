@@ -8,7 +8,7 @@ CTEST_DIR := build/ctest
 # never be unloaded; the image stays mapped and fi_prov_ini runs again.
 LDFLAGS := -extldflags=-Wl,-z,nodelete
 
-.PHONY: all deps lib test gotest ctest bench pingpong clean
+.PHONY: all deps lib test gotest ctest fuzz bench pingpong clean
 
 all: lib
 
@@ -37,7 +37,16 @@ ctest: lib
 	cmake --build $(CTEST_DIR) -j2
 	cd $(CTEST_DIR) && ctest --output-on-failure --timeout 120
 
-test: gotest ctest
+# A short run of every fuzz target over outside input (links string,
+# address blobs, shm ring records, matching op sequences); seeds in testdata.
+FUZZTIME ?= 8s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./lnx/links
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAddr$$' -fuzztime $(FUZZTIME) ./lnx
+	$(GO) test -run '^$$' -fuzz '^FuzzRecord$$' -fuzztime $(FUZZTIME) ./shm
+	$(GO) test -run '^$$' -fuzz '^FuzzQueue$$' -fuzztime $(FUZZTIME) ./peers
+
+test: gotest ctest fuzz
 
 BENCH := build/bench/fi_bench
 $(BENCH): tests/bench/fi_bench.c
