@@ -45,9 +45,6 @@ func lnx_go_init() {
 	lnx.Getenv = cGetenv
 }
 
-//export lnx_go_cleanup
-func lnx_go_cleanup() {}
-
 //export lnx_go_getinfo
 func lnx_go_getinfo(version C.uint32_t, node, service *C.char, flags C.uint64_t,
 	hints *C.struct_fi_info, info **C.struct_fi_info) (ret C.int) {
