@@ -26,8 +26,7 @@ func fillOp(op *lnx.Op, iov *C.struct_iovec, desc *unsafe.Pointer, count C.size_
 	if n > lnx.MaxIov {
 		return fi.Wrap(fi.EINVAL, "iov count %d exceeds %d", n, lnx.MaxIov)
 	}
-	op.Iov = op.IovBuf[:n]
-	op.Desc = op.DescBuf[:n]
+	op.N = n
 	if n == 0 {
 		return nil
 	}
@@ -40,11 +39,9 @@ func fillOp(op *lnx.Op, iov *C.struct_iovec, desc *unsafe.Pointer, count C.size_
 		if v.iov_len > 0 && v.iov_base == nil {
 			return fi.Wrap(fi.EINVAL, "NULL buffer of length %d", v.iov_len)
 		}
-		op.Iov[i] = lnx.Buf{Ptr: v.iov_base, Len: uint64(v.iov_len)}
+		op.IovBuf[i] = lnx.Buf{Ptr: v.iov_base, Len: uint64(v.iov_len)}
 		if ds != nil {
-			op.Desc[i] = ds[i]
-		} else {
-			op.Desc[i] = nil
+			op.DescBuf[i] = ds[i]
 		}
 	}
 	return nil

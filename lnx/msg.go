@@ -95,12 +95,12 @@ func (e *Endpoint) Send(op *Op) error {
 		hdr.Data = op.Data
 	}
 	var iovs [MaxIov][]byte
-	for i, b := range op.Iov {
+	for i, b := range op.Iov() {
 		iovs[i] = b.bytes()
 	}
 	e.nextSend++
 	id := e.nextSend
-	done, err := e.shm.Send(p, hdr, iovs[:len(op.Iov)], id)
+	done, err := e.shm.Send(p, hdr, iovs[:op.N], id)
 	if errors.Is(err, shm.ErrAgain) {
 		e.progressLocked()
 		return fi.EAGAIN
@@ -223,8 +223,8 @@ func (e *Endpoint) newRecv(op *Op, flags uint64) *recvCtx {
 	} else {
 		r = new(recvCtx)
 	}
-	r.n, r.ctx, r.flags, r.tag = len(op.Iov), op.Ctx, flags, op.Tag
-	copy(r.iov[:], op.Iov)
+	r.n, r.ctx, r.flags, r.tag = op.N, op.Ctx, flags, op.Tag
+	r.iov = op.IovBuf
 	return r
 }
 

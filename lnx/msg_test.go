@@ -82,8 +82,7 @@ func newPair(t *testing.T) *pair {
 func bufOp(b []byte, addr, tag uint64, tagged bool) *Op {
 	op := &Op{Addr: addr, Tag: tag, Tagged: tagged}
 	op.IovBuf[0] = Buf{Ptr: unsafe.Pointer(unsafe.SliceData(b)), Len: uint64(len(b))}
-	op.Iov = op.IovBuf[:1]
-	op.Desc = op.DescBuf[:1]
+	op.N = 1
 	return op
 }
 
@@ -181,5 +180,37 @@ func TestTaggedStreamUnexpected(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSmallMessageAllocs guards the hot path: an expected eager message,
+// posted, sent, matched and completed, allocates nothing.
+func TestSmallMessageAllocs(t *testing.T) {
+	p := newPair(t)
+	sbuf, rbuf := make([]byte, 8), make([]byte, 8)
+	sop := bufOp(sbuf, p.peerOf[0], 5, true)
+	rop := bufOp(rbuf, p.peerOf[1], 5, true)
+	var out [2]Completion
+	round := func() {
+		if err := p.ep[1].Recv(rop); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ep[0].Send(sop); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if n, _ := p.cq[1].Read(out[:1], 0); n == 1 {
+				break
+			}
+		}
+		for {
+			if n, _ := p.cq[0].Read(out[:1], 0); n == 1 {
+				break
+			}
+		}
+	}
+	round() // warm the free lists and connections
+	if n := testing.AllocsPerRun(200, round); n != 0 {
+		t.Errorf("%v allocations per small message, want 0", n)
 	}
 }

@@ -22,12 +22,13 @@ func (b Buf) bytes() []byte {
 	return unsafe.Slice((*byte)(b.Ptr), b.Len)
 }
 
-// Op is one send or receive as the application posted it.
+// Op is one send or receive as the application posted it. The iov lives in
+// fixed arrays with a count, not in slices into the struct: a slice of its
+// own array makes an Op escape to the heap, one allocation per call.
 type Op struct {
-	Iov      []Buf
-	Desc     []unsafe.Pointer
 	IovBuf   [MaxIov]Buf
 	DescBuf  [MaxIov]unsafe.Pointer
+	N        int    // iov count
 	Addr     uint64 // destination, or source filter for receives
 	Tag      uint64
 	Ignore   uint64
@@ -40,9 +41,12 @@ type Op struct {
 	HasData  bool
 }
 
+// Iov is the op's buffers.
+func (op *Op) Iov() []Buf { return op.IovBuf[:op.N] }
+
 func (op *Op) length() uint64 {
 	var n uint64
-	for _, b := range op.Iov {
+	for _, b := range op.Iov() {
 		n += b.Len
 	}
 	return n
