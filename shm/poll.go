@@ -246,8 +246,15 @@ func (e *Endpoint) refreshClaims() {
 		w := atomic.LoadUint64(&r.ctl.state)
 		switch r.state {
 		case ringIdle:
-			if w&0xff == stActive {
+			switch w & 0xff {
+			case stActive:
 				e.discover(r, w)
+			case stClosed:
+				// Claimed, written and closed between two of our scans
+				// (a peer that sends and exits at once): deliver what it
+				// wrote, then release.
+				e.discover(r, w)
+				r.state = ringClosing
 			}
 		case ringActive:
 			if w != r.word {
@@ -312,7 +319,7 @@ func (e *Endpoint) housekeep() {
 			switch w & 0xff {
 			case stFree:
 				continue
-			case stActive:
+			case stActive, stClosed:
 				e.refreshClaims() // a claim whose generation bump we missed
 				return
 			case stClaiming:

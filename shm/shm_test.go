@@ -950,3 +950,29 @@ func TestAddrID(t *testing.T) {
 		t.Fatalf("AddrID(garbage): %v", err)
 	}
 }
+
+// TestSendThenCloseBeforePoll: a sender that claims a ring, sends and
+// closes before the receiver polls even once (a process that sends its last
+// message and exits) must still have its messages delivered, each time a
+// ring is reused.
+func TestSendThenCloseBeforePoll(t *testing.T) {
+	r := mustOpen(t, Config{Rings: 2})
+	for round := 0; round < 6; round++ {
+		s, err := Open(Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := mustConnect(t, s, r.Addr())
+		payload := []byte{byte(round), 1, 2, 3}
+		if done, err := s.Send(p, Hdr{Tag: uint64(round)}, [][]byte{payload}, 1); err != nil || !done {
+			t.Fatalf("round %d: send %v %v", round, done, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		got := collect(t, r, 1)
+		if got[0].hdr.Tag != uint64(round) || !bytes.Equal(got[0].data, payload) {
+			t.Fatalf("round %d: got tag %d data %v", round, got[0].hdr.Tag, got[0].data)
+		}
+	}
+}
