@@ -1,0 +1,96 @@
+#!/bin/bash
+# Run one MPI acceptance test over the lnx provider and check that lnx was
+# really used.
+#
+#   run_mpi.sh NP AV PROGRAM [ARGS...]
+#
+# NP: number of ranks; AV: Open MPI's mtl_ofi_av (map or table); PROGRAM:
+# an MPI program built from tests/mpi (it prints "<name>: ok" on success).
+# Environment: FI_PROVIDER_PATH (directory holding liblnx-fi.so, required),
+# MPIRUN (default: mpirun.openmpi if present, else mpirun), MPI_TIMEOUT
+# (seconds, default 120).
+#
+# The test fails unless
+#   - mpirun exits 0 within the timeout,
+#   - Open MPI's verbose output names the chosen provider as
+#     "mtl:ofi:provider: <domain>" with a domain containing "shm" (lnx's
+#     link domain, e.g. "shm+tcp;ofi_rxm:lo"; no other provider has one),
+#     i.e. the ofi MTL ran over lnx, not a fallback, and
+#   - the program printed its success line.
+set -u
+
+if [ $# -lt 3 ]; then
+	echo "usage: $0 NP AV PROGRAM [ARGS...]" >&2
+	exit 2
+fi
+np=$1 av=$2 prog=$3
+shift 3
+name=$(basename "$prog")
+
+if [ -z "${FI_PROVIDER_PATH:-}" ]; then
+	echo "run_mpi.sh: FI_PROVIDER_PATH is not set" >&2
+	exit 2
+fi
+if [ ! -e "$FI_PROVIDER_PATH/liblnx-fi.so" ]; then
+	echo "run_mpi.sh: $FI_PROVIDER_PATH/liblnx-fi.so does not exist (run make lib)" >&2
+	exit 2
+fi
+if [ -z "${MPIRUN:-}" ]; then
+	MPIRUN=$(command -v mpirun.openmpi || command -v mpirun)
+fi
+export FI_PROVIDER_PATH
+# Keep all traffic on loopback.
+export FI_TCP_IFACE=lo
+
+out=$(mktemp "${TMPDIR:-/tmp}/run_mpi.XXXXXX")
+trap 'rm -f "$out"' EXIT
+
+cmd=("$MPIRUN" --allow-run-as-root --oversubscribe -np "$np"
+	--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include lnx
+	--mca mtl_base_verbose 100 --mca mtl_ofi_av "$av"
+	--mca btl self --bind-to none
+	-x FI_PROVIDER_PATH -x FI_TCP_IFACE=lo
+	"$prog" "$@")
+echo "run_mpi.sh: ${cmd[*]}"
+start=$(date +%s.%N)
+timeout -k 10 "${MPI_TIMEOUT:-120}" "${cmd[@]}" >"$out" 2>&1
+rc=$?
+end=$(date +%s.%N)
+
+fail=
+if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+	fail="mpirun timed out after ${MPI_TIMEOUT:-120}s (rc $rc)"
+elif [ $rc -ne 0 ]; then
+	fail="mpirun exited with $rc"
+fi
+# Every rank prints the provider line(s), prefixed "[host:pid]"; every rank
+# must name an lnx (shm...) domain and none another provider.
+nprov=$(grep -E 'mtl:ofi:provider: [^ ]*shm' "$out" | grep -oE '^\[[^]]*\]' | sort -u | wc -l)
+nother=$(grep -E 'mtl:ofi:provider: ' "$out" | grep -vcE 'mtl:ofi:provider: [^ ]*shm')
+if [ "$nprov" -eq 0 ]; then
+	fail="${fail:+$fail; }no 'mtl:ofi:provider: <shm... domain>' line: lnx was not selected"
+elif [ "$nprov" -ne "$np" ]; then
+	fail="${fail:+$fail; }only $nprov of $np ranks reported an lnx (shm...) domain"
+fi
+if [ "$nother" -ne 0 ]; then
+	fail="${fail:+$fail; }$nother provider line(s) name a provider other than lnx"
+fi
+if ! grep -qE "^$name: ok" "$out"; then
+	fail="${fail:+$fail; }no '$name: ok' line"
+fi
+
+# Show the program's own output and the provider lines, not Open MPI's
+# component chatter (all of it on failure).
+if [ -n "$fail" ]; then
+	cat "$out"
+else
+	grep -E 'mtl:ofi:provider: ' "$out" | sed 's/^.*mtl:ofi:provider/mtl:ofi:provider/' | sort | uniq -c
+	grep -vE '^\[[^]]*\] ' "$out"
+fi
+awk -v n="$name" -v np="$np" -v av="$av" -v s="$start" -v e="$end" \
+	'BEGIN { printf "run_mpi.sh: %s np=%s av=%s: %.1fs\n", n, np, av, e - s }'
+if [ -n "$fail" ]; then
+	echo "run_mpi.sh: FAILED: $fail" >&2
+	exit 1
+fi
+echo "run_mpi.sh: passed ($nprov ranks on lnx)"
