@@ -1,0 +1,9 @@
+//go:build !cgo
+
+package dl
+
+import "unsafe"
+
+func open(string) (unsafe.Pointer, error) { return nil, ErrNoCgo }
+
+func sym(unsafe.Pointer, string) unsafe.Pointer { return nil }

@@ -1,0 +1,9 @@
+//go:build !cgo
+
+package emutest
+
+// Cgo: without cgo no library can be loaded.
+const Cgo = false
+
+// Touch needs cgo.
+func Touch(uintptr) byte { panic("emutest: Touch needs cgo") }

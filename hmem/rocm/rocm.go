@@ -1,0 +1,276 @@
+// Package rocm is lnx's ROCm runtime: it loads HIP (libamdhip64.so) with
+// dlopen at run time, so lnx builds, links and runs on machines without
+// ROCm, and it classifies pointers (hipPointerGetAttributes), copies
+// between host and device memory with hipMemcpy (the CPU never touches
+// device memory), and exports and imports device buffers by HIP IPC
+// handles.
+//
+// The library is FI_LNX_ROCM_LIB when set ("none" disables ROCm), else the
+// first of libamdhip64.so, libamdhip64.so.6 and libamdhip64.so.5 that
+// loads. A missing library, a missing entry point or zero devices
+// (hipGetDeviceCount failing, as it does with hipErrorNoDevice on a
+// machine without a GPU) leave the Runtime unavailable, with Reason saying
+// why; nothing panics.
+//
+// ROCm 6 renumbered enum hipMemoryType and hipIpcMemLazyEnablePeerAccess;
+// the loader asks hipRuntimeGetVersion which numbering the library uses
+// (5.x when it cannot tell).
+package rocm
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/lnx-go/lnx-go/hmem/internal/iface"
+)
+
+const (
+	// EnvLib names the library to load instead of libamdhip64.so; "none"
+	// (or "off") disables ROCm.
+	EnvLib = "FI_LNX_ROCM_LIB"
+	// HandleSize is the size of a hipIpcMemHandle_t (HIP_IPC_HANDLE_SIZE).
+	HandleSize = 64
+)
+
+// DefaultLibs are the names FromEnv tries, in order, without EnvLib.
+var DefaultLibs = []string{"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"}
+
+// Symbol is one HIP entry point the loader resolves.
+type Symbol struct {
+	Names    []string // accepted names, preferred first
+	Required bool     // the runtime is unavailable without it
+	Resolved string   // the name that resolved, "" if none
+}
+
+// Error is a failed HIP call.
+type Error struct {
+	Func string // the entry point that failed
+	Code int    // hipError_t
+	Name string // e.g. hipErrorInvalidValue, when the library names it
+}
+
+func (e *Error) Error() string {
+	if e.Name == "" {
+		return fmt.Sprintf("rocm: %s: hipError_t %d", e.Func, e.Code)
+	}
+	return fmt.Sprintf("rocm: %s: %s (%d)", e.Func, e.Name, e.Code)
+}
+
+// Runtime is one loaded (or failed) instance of the HIP library.
+type Runtime struct {
+	path    string
+	libOK   bool // the library itself loaded
+	reason  string
+	ndev    int
+	version int // hipRuntimeGetVersion, 0 if unknown
+	syms    []Symbol
+	st      unsafe.Pointer // C state (function table); nil if unusable
+}
+
+var def struct {
+	once sync.Once
+	r    *Runtime
+}
+
+// Default returns the process's ROCm runtime, loaded on first use from
+// FromEnv.
+func Default() *Runtime {
+	def.once.Do(func() { def.r = FromEnv() })
+	return def.r
+}
+
+// FromEnv loads the library that FI_LNX_ROCM_LIB names, else the first of
+// DefaultLibs that loads. Each call loads anew; most callers want Default.
+func FromEnv() *Runtime {
+	p := strings.TrimSpace(os.Getenv(EnvLib))
+	switch strings.ToLower(p) {
+	case "":
+		return loadFirst(DefaultLibs...)
+	case "none", "off":
+		return &Runtime{path: p, reason: "rocm: disabled by " + EnvLib + "=" + p}
+	}
+	return Load(p)
+}
+
+// Load loads the HIP library at path (a file, or a name for the dynamic
+// linker), resolves its entry points and counts devices. It never returns
+// nil: a failure is an unavailable Runtime with a Reason.
+func Load(path string) *Runtime {
+	r := &Runtime{path: path}
+	r.load()
+	return r
+}
+
+// loadFirst loads the first of paths that dlopen accepts.
+func loadFirst(paths ...string) *Runtime {
+	var reasons []string
+	var r *Runtime
+	for _, p := range paths {
+		if r = Load(p); r.libOK {
+			return r
+		}
+		reasons = append(reasons, strings.TrimPrefix(r.reason, "rocm: "))
+	}
+	r.reason = "rocm: " + strings.Join(reasons, "; ")
+	return r
+}
+
+// Name returns "rocm".
+func (r *Runtime) Name() string { return "rocm" }
+
+// Iface returns FI_HMEM_ROCR.
+func (r *Runtime) Iface() iface.Iface { return iface.ROCR }
+
+// Path returns the library path that was loaded or tried.
+func (r *Runtime) Path() string { return r.path }
+
+// Version returns hipRuntimeGetVersion's value (e.g. 50221153 for 5.2),
+// 0 when unknown.
+func (r *Runtime) Version() int { return r.version }
+
+// Loaded reports whether the library itself loaded, whatever else failed.
+func (r *Runtime) Loaded() bool { return r.libOK }
+
+// Available reports whether the library loaded, every required entry point
+// resolved and there is at least one device.
+func (r *Runtime) Available() bool { return r.st != nil && r.ndev > 0 }
+
+// Reason says why the runtime is unavailable; "" when it is available.
+func (r *Runtime) Reason() string { return r.reason }
+
+// DeviceCount returns the number of devices (0 when unavailable).
+func (r *Runtime) DeviceCount() int {
+	if !r.Available() {
+		return 0
+	}
+	return r.ndev
+}
+
+// Symbols lists the entry points the loader resolves and what each
+// resolved to (empty if the library did not load).
+func (r *Runtime) Symbols() []Symbol {
+	out := make([]Symbol, len(r.syms))
+	copy(out, r.syms)
+	return out
+}
+
+func (r *Runtime) unavailable() error {
+	return fmt.Errorf("%w: %s", iface.ErrUnavailable, r.reason)
+}
+
+func (r *Runtime) check() error {
+	if !r.Available() {
+		return r.unavailable()
+	}
+	return nil
+}
+
+// Classify reports whether ptr is HIP device (or managed) memory and on
+// which device (hipPointerGetAttributes). Host memory, pinned or not, and
+// an unavailable runtime give (FI_HMEM_SYSTEM, 0, false).
+func (r *Runtime) Classify(ptr uintptr) (kind iface.Iface, device int, ok bool) {
+	if ptr == 0 || !r.Available() {
+		return iface.System, 0, false
+	}
+	dev, isDev := r.classify(ptr)
+	if !isDev {
+		return iface.System, 0, false
+	}
+	return iface.ROCR, dev, true
+}
+
+// CopyToHost copies len(dst) bytes from device memory at src into dst
+// (hipMemcpy, hipMemcpyDeviceToHost).
+func (r *Runtime) CopyToHost(dst []byte, src uintptr) error {
+	if err := r.check(); err != nil || len(dst) == 0 {
+		return err
+	}
+	return r.copyToHost(dst, src)
+}
+
+// CopyFromHost copies src into device memory at dst (hipMemcpy,
+// hipMemcpyHostToDevice).
+func (r *Runtime) CopyFromHost(dst uintptr, src []byte) error {
+	if err := r.check(); err != nil || len(src) == 0 {
+		return err
+	}
+	return r.copyFromHost(dst, src)
+}
+
+// CopyDevice copies n bytes between device buffers (hipMemcpy,
+// hipMemcpyDeviceToDevice), and returns once the copy has completed.
+func (r *Runtime) CopyDevice(dst, src uintptr, n uint64) error {
+	if err := r.check(); err != nil || n == 0 {
+		return err
+	}
+	return r.copyDevice(dst, src, n)
+}
+
+// AddressRange returns the allocation that holds ptr
+// (hipMemGetAddressRange).
+func (r *Runtime) AddressRange(ptr uintptr) (base uintptr, size uint64, err error) {
+	if err := r.check(); err != nil {
+		return 0, 0, err
+	}
+	return r.addressRange(ptr)
+}
+
+// IPCHandle returns a HIP IPC handle (hipIpcGetMemHandle) for the whole
+// allocation that holds ptr, and ptr's offset from that allocation's base
+// (hipMemGetAddressRange): the importer adds offset to the base IPCOpen
+// returns.
+func (r *Runtime) IPCHandle(ptr uintptr) (handle []byte, offset uint64, err error) {
+	if err := r.check(); err != nil {
+		return nil, 0, err
+	}
+	h, base, err := r.ipcHandle(ptr)
+	if err != nil {
+		return nil, 0, err
+	}
+	return h, uint64(ptr - base), nil
+}
+
+// IPCOpen maps another process's allocation (hipIpcOpenMemHandle with
+// hipIpcMemLazyEnablePeerAccess) on the thread's current device and
+// returns its base here. A process cannot open its own handles.
+func (r *Runtime) IPCOpen(handle []byte) (uintptr, error) {
+	if err := r.check(); err != nil {
+		return 0, err
+	}
+	if len(handle) != HandleSize {
+		return 0, fmt.Errorf("rocm: IPC handle of %d bytes, want %d", len(handle), HandleSize)
+	}
+	return r.ipcOpen(handle)
+}
+
+// IPCClose unmaps an address that IPCOpen returned (hipIpcCloseMemHandle).
+func (r *Runtime) IPCClose(base uintptr) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	return r.ipcClose(base)
+}
+
+// Alloc allocates n bytes of device memory (hipMalloc) on the thread's
+// current device. For tests and tools; lnx itself never allocates device
+// memory.
+func (r *Runtime) Alloc(n uint64) (uintptr, error) {
+	if err := r.check(); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("rocm: Alloc: size 0")
+	}
+	return r.alloc(n)
+}
+
+// Free frees memory from Alloc (hipFree).
+func (r *Runtime) Free(p uintptr) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	return r.free(p)
+}
