@@ -2,7 +2,8 @@
 # Installs what building and testing lnx-go needs on a fresh Debian 12
 # machine. Go itself comes from the machine image (/usr/local/go).
 set -euo pipefail
-pkgs=(libfabric-dev libfabric1 libfabric-bin cmake pkg-config gcc make openmpi-bin libopenmpi-dev)
+pkgs=(libfabric-dev libfabric1 libfabric-bin cmake pkg-config gcc make openmpi-bin libopenmpi-dev
+	libamdhip64-5) # the real ROCm runtime: hmem/rocm checks its symbols (no GPU needed)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
