@@ -1,0 +1,368 @@
+package ofi
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_eq.h>
+
+// The transport keeps every piece of memory the core sees in C: the
+// operation table (contexts, iovec arrays, wire headers), the bounce
+// buffers and the completion batch. Go code writes into it through
+// unsafe views and passes only C pointers and indexes to C.
+
+#define LNX_EV_MAX 64
+#define LNX_OP_IOV 9      // iov[0]: our header, iov[1..8]: user pieces
+#define LNX_HDR_BYTES 128
+
+struct lnx_op {
+	struct fi_context2 ctx[2];
+	struct iovec iov[LNX_OP_IOV];
+	uint8_t hdr[LNX_HDR_BYTES];
+};
+
+struct lnx_ev {
+	uint32_t op;       // index into ops, UINT32_MAX if the context is not ours
+	uint32_t sub;      // 0 or 1: which context of the op; 2 if misaligned
+	int32_t err;       // 0, or the positive fi_errno of an error entry
+	int32_t prov_err;
+	uint64_t len;
+	uint64_t olen;
+};
+
+struct lnx_tp {
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	struct lnx_op *ops;
+	size_t nops;
+	size_t inject, tx_iov, rx_iov, tx_size;
+	struct fi_cq_tagged_entry ents[LNX_EV_MAX];
+	struct lnx_ev evs[LNX_EV_MAX];
+};
+
+static int lnx_tp_close(struct lnx_tp *t) {
+	int ret = 0, r;
+	if (!t) return 0;
+	if (t->ep && (r = fi_close(&t->ep->fid)) && !ret) ret = r;
+	if (t->cq && (r = fi_close(&t->cq->fid)) && !ret) ret = r;
+	if (t->av && (r = fi_close(&t->av->fid)) && !ret) ret = r;
+	free(t->ops);
+	free(t);
+	return ret;
+}
+
+static struct lnx_tp *lnx_tp_open(struct fid_domain *dom, struct fi_info *info, size_t nops,
+				  size_t cq_size, int *ret) {
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE,
+				      .size = cq_size };
+	struct lnx_tp *t = calloc(1, sizeof(*t));
+	*ret = -FI_ENOMEM;
+	if (!t) return NULL;
+	if (posix_memalign((void **)&t->ops, 64, nops * sizeof(struct lnx_op))) {
+		t->ops = NULL;
+		goto fail;
+	}
+	memset(t->ops, 0, nops * sizeof(struct lnx_op));
+	t->nops = nops;
+	t->inject = info->tx_attr ? info->tx_attr->inject_size : 0;
+	t->tx_iov = info->tx_attr ? info->tx_attr->iov_limit : 1;
+	t->rx_iov = info->rx_attr ? info->rx_attr->iov_limit : 1;
+	t->tx_size = info->tx_attr ? info->tx_attr->size : 0;
+	if ((*ret = fi_av_open(dom, &av_attr, &t->av, NULL))) goto fail;
+	if ((*ret = fi_cq_open(dom, &cq_attr, &t->cq, NULL))) goto fail;
+	if ((*ret = fi_endpoint(dom, info, &t->ep, NULL))) goto fail;
+	if ((*ret = fi_ep_bind(t->ep, &t->av->fid, 0))) goto fail;
+	if ((*ret = fi_ep_bind(t->ep, &t->cq->fid, FI_TRANSMIT | FI_RECV))) goto fail;
+	if ((*ret = fi_enable(t->ep))) goto fail;
+	*ret = 0;
+	return t;
+fail:
+	lnx_tp_close(t);
+	return NULL;
+}
+
+static int lnx_tp_getname(struct lnx_tp *t, void *buf, size_t *len) {
+	return fi_getname(&t->ep->fid, buf, len);
+}
+
+static int lnx_tp_av_insert(struct lnx_tp *t, const void *name, uint64_t *out) {
+	fi_addr_t a = FI_ADDR_NOTAVAIL;
+	int n = fi_av_insert(t->av, name, 1, &a, 0, NULL);
+	*out = a;
+	if (n == 1 && a != FI_ADDR_NOTAVAIL) return 0;
+	return n < 0 ? n : -FI_EINVAL;
+}
+
+static void lnx_ev_locate(struct lnx_tp *t, struct lnx_ev *ev, void *ctx) {
+	uintptr_t p = (uintptr_t)ctx, base = (uintptr_t)t->ops;
+	size_t span = t->nops * sizeof(struct lnx_op), off, in;
+	if (!ctx || p < base || p >= base + span) {
+		ev->op = UINT32_MAX;
+		ev->sub = 2;
+		return;
+	}
+	off = p - base;
+	ev->op = (uint32_t)(off / sizeof(struct lnx_op));
+	in = off % sizeof(struct lnx_op);
+	ev->sub = in == 0 ? 0 : in == sizeof(struct fi_context2) ? 1 : 2;
+}
+
+// lnx_tp_drain reads up to max completions (successes and error entries,
+// in CQ order) into t->evs and returns their count, or a negative error
+// if the CQ itself failed before anything was read.
+static int lnx_tp_drain(struct lnx_tp *t, int max) {
+	int n = 0;
+	if (max > LNX_EV_MAX) max = LNX_EV_MAX;
+	while (n < max) {
+		ssize_t r = fi_cq_read(t->cq, t->ents, (size_t)(max - n));
+		if (r > 0) {
+			for (ssize_t i = 0; i < r; i++) {
+				struct lnx_ev *ev = &t->evs[n++];
+				lnx_ev_locate(t, ev, t->ents[i].op_context);
+				ev->err = 0;
+				ev->prov_err = 0;
+				ev->len = t->ents[i].len;
+				ev->olen = 0;
+			}
+			continue;
+		}
+		if (r == -FI_EAVAIL) {
+			struct fi_cq_err_entry e;
+			memset(&e, 0, sizeof(e));
+			ssize_t rr = fi_cq_readerr(t->cq, &e, 0);
+			if (rr == -FI_EAGAIN) break;
+			if (rr < 0) return n > 0 ? n : (int)rr;
+			struct lnx_ev *ev = &t->evs[n++];
+			lnx_ev_locate(t, ev, e.op_context);
+			ev->err = e.err > 0 ? e.err : e.err < 0 ? -e.err : FI_EOTHER;
+			ev->prov_err = e.prov_errno;
+			ev->len = e.len;
+			ev->olen = e.olen;
+			continue;
+		}
+		if (r == -FI_EAGAIN) break;
+		return n > 0 ? n : (int)r;
+	}
+	return n;
+}
+
+static ssize_t lnx_tp_sendv(struct lnx_tp *t, uint32_t op, int sub, int off, int niov, uint64_t dest) {
+	struct lnx_op *o = &t->ops[op];
+	return fi_sendv(t->ep, &o->iov[off], NULL, (size_t)niov, (fi_addr_t)dest, &o->ctx[sub]);
+}
+
+static ssize_t lnx_tp_tsendv(struct lnx_tp *t, uint32_t op, int sub, int off, int niov, uint64_t dest,
+			     uint64_t tag) {
+	struct lnx_op *o = &t->ops[op];
+	return fi_tsendv(t->ep, &o->iov[off], NULL, (size_t)niov, (fi_addr_t)dest, tag, &o->ctx[sub]);
+}
+
+static ssize_t lnx_tp_trecvv(struct lnx_tp *t, uint32_t op, int sub, int off, int niov, uint64_t src,
+			     uint64_t tag) {
+	struct lnx_op *o = &t->ops[op];
+	return fi_trecvv(t->ep, &o->iov[off], NULL, (size_t)niov, (fi_addr_t)src, tag, 0, &o->ctx[sub]);
+}
+
+static ssize_t lnx_tp_recv(struct lnx_tp *t, uint32_t op, void *buf, size_t len) {
+	struct lnx_op *o = &t->ops[op];
+	return fi_recv(t->ep, buf, len, NULL, FI_ADDR_UNSPEC, &o->ctx[0]);
+}
+
+static ssize_t lnx_tp_inject(struct lnx_tp *t, const void *buf, size_t len, uint64_t dest) {
+	return fi_inject(t->ep, buf, len, (fi_addr_t)dest);
+}
+
+static ssize_t lnx_tp_tinject(struct lnx_tp *t, const void *buf, size_t len, uint64_t dest, uint64_t tag) {
+	return fi_tinject(t->ep, buf, len, (fi_addr_t)dest, tag);
+}
+
+static int lnx_tp_cancel(struct lnx_tp *t, uint32_t op, int sub) {
+	return (int)fi_cancel(&t->ep->fid, &t->ops[op].ctx[sub]);
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"unsafe"
+
+	"github.com/lnx-go/lnx-go/lnx/fi"
+)
+
+// Limits of the C operation table.
+const (
+	opIOV    = C.LNX_OP_IOV     // iovec slots per operation
+	hdrBytes = C.LNX_HDR_BYTES  // wire header area per operation
+	evMax    = C.LNX_EV_MAX     // completions read per Poll
+	maxUser  = C.LNX_OP_IOV - 1 // user pieces per operation
+)
+
+// core is the transport's C state: the core endpoint with its own AV and
+// CQ, and the C operation table.
+type core struct {
+	c   *C.struct_lnx_tp
+	ops []C.struct_lnx_op // view of c.ops
+	evs []C.struct_lnx_ev // view of c.evs
+}
+
+func openCore(d *Domain, nops, cqSize int) (core, error) {
+	var ret C.int
+	c := C.lnx_tp_open(d.dom, d.f.info, C.size_t(nops), C.size_t(cqSize), &ret)
+	if c == nil {
+		if ret == 0 {
+			ret = -C.FI_ENOMEM
+		}
+		return core{}, check("core transport endpoint open", ret)
+	}
+	return core{
+		c:   c,
+		ops: unsafe.Slice(c.ops, nops),
+		evs: unsafe.Slice(&c.evs[0], evMax),
+	}, nil
+}
+
+func (k *core) close() error {
+	err := check("core transport close", C.lnx_tp_close(k.c))
+	k.c, k.ops, k.evs = nil, nil, nil
+	return err
+}
+
+func (k *core) limits() (inject, txIOV, rxIOV, txSize int) {
+	return int(k.c.inject), int(k.c.tx_iov), int(k.c.rx_iov), int(k.c.tx_size)
+}
+
+func (k *core) name() ([]byte, error) {
+	buf := make([]byte, 256)
+	for {
+		n := C.size_t(len(buf))
+		ret := C.lnx_tp_getname(k.c, unsafe.Pointer(&buf[0]), &n)
+		if ret == -C.FI_ETOOSMALL && int(n) > len(buf) {
+			buf = make([]byte, n)
+			continue
+		}
+		if err := check("core fi_getname", ret); err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return nil, errors.New("core fi_getname returned an empty address")
+		}
+		return buf[:n], nil
+	}
+}
+
+// avInsert inserts one core address (len(name) must be the core's address
+// length) and returns its fi_addr.
+func (k *core) avInsert(name []byte) (uint64, error) {
+	var a C.uint64_t
+	ret := C.lnx_tp_av_insert(k.c, unsafe.Pointer(&name[0]), &a)
+	if err := check("core fi_av_insert", ret); err != nil {
+		return 0, err
+	}
+	return uint64(a), nil
+}
+
+func (k *core) drain(max int) int { return int(C.lnx_tp_drain(k.c, C.int(max))) }
+
+// The post functions return 0, -FI_EAGAIN or another negative fi_errno.
+
+func (k *core) sendv(op uint32, sub, off, niov int, dest uint64) int {
+	return int(C.lnx_tp_sendv(k.c, C.uint32_t(op), C.int(sub), C.int(off), C.int(niov), C.uint64_t(dest)))
+}
+
+func (k *core) tsendv(op uint32, sub, off, niov int, dest, tag uint64) int {
+	return int(C.lnx_tp_tsendv(k.c, C.uint32_t(op), C.int(sub), C.int(off), C.int(niov), C.uint64_t(dest), C.uint64_t(tag)))
+}
+
+func (k *core) trecvv(op uint32, sub, off, niov int, src, tag uint64) int {
+	return int(C.lnx_tp_trecvv(k.c, C.uint32_t(op), C.int(sub), C.int(off), C.int(niov), C.uint64_t(src), C.uint64_t(tag)))
+}
+
+func (k *core) recv(op uint32, buf unsafe.Pointer, n int) int {
+	return int(C.lnx_tp_recv(k.c, C.uint32_t(op), buf, C.size_t(n)))
+}
+
+// inject sends buf (C memory) with fi_inject; it completes on return.
+func (k *core) inject(buf unsafe.Pointer, n int, dest uint64) int {
+	return int(C.lnx_tp_inject(k.c, buf, C.size_t(n), C.uint64_t(dest)))
+}
+
+// tinject is fi_tinject (used by the raw-core benchmark).
+func (k *core) tinject(buf unsafe.Pointer, n int, dest, tag uint64) int {
+	return int(C.lnx_tp_tinject(k.c, buf, C.size_t(n), C.uint64_t(dest), C.uint64_t(tag)))
+}
+
+func (k *core) cancel(op uint32, sub int) int {
+	return int(C.lnx_tp_cancel(k.c, C.uint32_t(op), C.int(sub)))
+}
+
+// setIOV points iov[i] of op at n bytes at p (C memory or pinned Go memory).
+func (k *core) setIOV(op uint32, i int, p unsafe.Pointer, n int) {
+	v := &k.ops[op].iov[i]
+	v.iov_base = p
+	v.iov_len = C.size_t(n)
+}
+
+func (k *core) iovLen(op uint32, i int) int { return int(k.ops[op].iov[i].iov_len) }
+
+func (k *core) iovBase(op uint32, i int) unsafe.Pointer { return k.ops[op].iov[i].iov_base }
+
+func (k *core) setIOVLen(op uint32, i int, n int) { k.ops[op].iov[i].iov_len = C.size_t(n) }
+
+// hdr returns op's wire header area (C memory).
+func (k *core) hdr(op uint32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(&k.ops[op].hdr[0])), hdrBytes)
+}
+
+func (k *core) hdrPtr(op uint32) unsafe.Pointer { return unsafe.Pointer(&k.ops[op].hdr[0]) }
+
+// ev returns completion i of the last drain.
+func (k *core) ev(i int) (op uint32, sub int, errno, provErr int, n, olen uint64) {
+	e := &k.evs[i]
+	return uint32(e.op), int(e.sub), int(e.err), int(e.prov_err), uint64(e.len), uint64(e.olen)
+}
+
+// cmalloc allocates n bytes of C memory (64-byte aligned, zeroed).
+func cmalloc(n int) unsafe.Pointer {
+	if n <= 0 {
+		n = 1
+	}
+	var p unsafe.Pointer
+	if C.posix_memalign(&p, 64, C.size_t(n)) != 0 {
+		return nil
+	}
+	C.memset(p, 0, C.size_t(n))
+	return p
+}
+
+func cfree(p unsafe.Pointer) {
+	if p != nil {
+		C.free(p)
+	}
+}
+
+// coreErr converts a negative post return value or a positive CQ error
+// into an error that carries the fi code.
+func coreErr(what string, code, provErr int) error {
+	if code < 0 {
+		code = -code
+	}
+	if provErr != 0 {
+		return fi.Wrap(fi.Errno(code), "%s: %s (provider errno %d)", what, Strerror(code), provErr)
+	}
+	return fi.Wrap(fi.Errno(code), "%s: %s", what, Strerror(code))
+}
+
+const (
+	cEAGAIN    = -int(C.FI_EAGAIN)
+	cECANCELED = int(C.FI_ECANCELED)
+	cEINVAL    = int(C.FI_EINVAL)
+)

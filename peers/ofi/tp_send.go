@@ -1,0 +1,301 @@
+package ofi
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Send sends the concatenation of iov to p, with header h.
+//
+// A message of at most p.EagerMax() bytes goes on the control path as one
+// untagged core send: our header plus the payload pieces (zero copy when
+// they fit the core's iov limit). If header and payload fit the core's
+// inject size, it is sent with fi_inject and Send returns done=true: the
+// buffers may be reused at once and no SendDone follows. Otherwise Send
+// returns done=false and Poll reports onSendDone(sendID, err) once the
+// core send completed.
+//
+// A larger message is announced with an RTS on the control path and
+// returns done=false; the buffers must stay untouched until onSendDone,
+// which follows the receiver's Pull (or Discard) and the data transfer.
+// A rendezvous send takes at most MaxIOV() non-empty pieces.
+//
+// Buffers may be C memory or Go memory; Go memory is pinned until the core
+// is done with it. ErrAgain is transient (the core said -FI_EAGAIN, for
+// instance while the connection is being made, or too many operations are
+// outstanding): Poll and retry.
+func (t *Transport) Send(p *Peer, h Hdr, iov [][]byte, sendID uint64) (done bool, err error) {
+	if t.closed {
+		return false, ErrClosed
+	}
+	if p == nil || p.t != t {
+		return false, ErrBadHandle
+	}
+	if p.dead {
+		return false, ErrPeerGone
+	}
+	if !p.hasAddr {
+		return false, ErrNoAddr
+	}
+	var size uint64
+	pieces := 0
+	for _, b := range iov {
+		if len(b) != 0 {
+			size += uint64(len(b))
+			pieces++
+		}
+	}
+	if size > p.eagerMax {
+		return false, t.sendRndv(p, h, iov, size, pieces, sendID)
+	}
+	total := hdrEager + int(size)
+	if total <= t.inject {
+		b := unsafe.Slice((*byte)(t.scratch), total)
+		putEager(b, kindEager, h, t.id, p.txSeq)
+		off := hdrEager
+		for _, x := range iov {
+			off += copy(b[off:], x)
+		}
+		if ret := t.k.inject(t.scratch, total, p.fiAddr); ret != 0 {
+			return false, t.sendFailed(p, ret)
+		}
+		p.txSeq++
+		p.eagainSince = 0
+		p.active = true
+		t.stats.Injected++
+		return true, nil
+	}
+	idx := t.alloc(kEager, true)
+	if idx < 0 {
+		return false, ErrAgain
+	}
+	uidx := uint32(idx)
+	o := &t.ops[idx]
+	hb := t.k.hdr(uidx)
+	putEager(hb, kindEager, h, t.id, p.txSeq)
+	switch {
+	case pieces+1 <= t.txIOV:
+		t.k.setIOV(uidx, 0, t.k.hdrPtr(uidx), hdrEager)
+		n := 0
+		for _, b := range iov {
+			if len(b) != 0 {
+				n++
+				t.k.setIOV(uidx, n, o.pinBuf(b), len(b))
+			}
+		}
+		o.niov = n
+	case total <= hdrBytes:
+		off := hdrEager
+		for _, x := range iov {
+			off += copy(hb[off:], x)
+		}
+		t.k.setIOV(uidx, 0, t.k.hdrPtr(uidx), total)
+	default:
+		// More pieces than the core takes: stage a copy in C memory.
+		o.heap = cmalloc(total)
+		if o.heap == nil {
+			t.freeSlot(uidx)
+			return false, ErrAgain
+		}
+		b := unsafe.Slice((*byte)(o.heap), total)
+		copy(b, hb[:hdrEager])
+		off := hdrEager
+		for _, x := range iov {
+			off += copy(b[off:], x)
+		}
+		t.k.setIOV(uidx, 0, o.heap, total)
+	}
+	if ret := t.k.sendv(uidx, 0, 0, 1+o.niov, p.fiAddr); ret != 0 {
+		o.unpin()
+		t.freeSlot(uidx)
+		return false, t.sendFailed(p, ret)
+	}
+	o.pending = 1
+	o.peer = p
+	o.sendID = sendID
+	t.wait(p)
+	p.txSeq++
+	p.eagainSince = 0
+	p.active = true
+	t.stats.EagerSends++
+	return false, nil
+}
+
+func (t *Transport) sendRndv(p *Peer, h Hdr, iov [][]byte, size uint64, pieces int, sendID uint64) error {
+	if pieces > t.txIOV {
+		return fmt.Errorf("%w: %d pieces, the core takes %d", ErrTooManyIOV, pieces, t.txIOV)
+	}
+	idx := t.alloc(kRndv, true)
+	if idx < 0 {
+		return ErrAgain
+	}
+	uidx := uint32(idx)
+	o := &t.ops[idx]
+	hb := t.k.hdr(uidx)
+	putEager(hb, kindRTS, h, t.id, p.txSeq)
+	le.PutUint64(hb[40:], size)
+	le.PutUint64(hb[48:], uint64(o.gen)<<32|uint64(uidx))
+	n := copy(hb[hdrRTS:], t.addr)
+	t.k.setIOV(uidx, 0, t.k.hdrPtr(uidx), hdrRTS+n)
+	k := 0
+	for _, b := range iov {
+		if len(b) != 0 {
+			k++
+			t.k.setIOV(uidx, k, o.pinBuf(b), len(b))
+		}
+	}
+	o.niov = k
+	if ret := t.k.sendv(uidx, 0, 0, 1, p.fiAddr); ret != 0 {
+		o.unpin()
+		t.freeSlot(uidx)
+		return t.sendFailed(p, ret)
+	}
+	o.pending = 1
+	o.phase = phWaitCTS
+	o.peer = p
+	o.sendID = sendID
+	o.size = size
+	t.wait(p)
+	p.txSeq++
+	p.eagainSince = 0
+	p.active = true
+	t.stats.RndvSends++
+	return nil
+}
+
+// sendFailed maps a refused user send.
+func (t *Transport) sendFailed(p *Peer, ret int) error {
+	if ret == cEAGAIN {
+		if t.eagain(p) {
+			return ErrPeerGone
+		}
+		return ErrAgain
+	}
+	return coreErr("core send", ret, 0)
+}
+
+// eagain records that the core refused a send to p; a peer the core has
+// refused continuously for PeerTimeout is declared gone (rxm answers
+// -FI_EAGAIN for ever once the peer's listener is gone), unless we heard
+// from it meanwhile (a live peer that stopped reading). It reports whether
+// p is gone.
+func (t *Transport) eagain(p *Peer) bool {
+	now := t.clock()
+	if p.eagainSince == 0 || now-p.lastEagain > 3*int64(t.cfg.ProbeInterval) {
+		p.eagainSince = now
+	}
+	p.lastEagain = now
+	if pt := int64(t.cfg.PeerTimeout); now-p.eagainSince >= pt && now-p.lastHeard >= pt {
+		t.peerGone(p, fmt.Errorf("the core refused every send for %v", t.cfg.PeerTimeout))
+		return true
+	}
+	return false
+}
+
+// onCTS starts (or ends) the rendezvous send a CTS answers.
+func (t *Transport) onCTS(src uint64, status uint32, cookie, rtag, n uint64) {
+	idx := uint32(cookie)
+	if int(idx) >= len(t.ops) {
+		t.malformed(src, "CTS names no operation")
+		return
+	}
+	o := &t.ops[idx]
+	if o.kind != kRndv || o.gen != uint32(cookie>>32) || o.phase != phWaitCTS || o.peer == nil || o.peer.id != src {
+		// A CTS for a send we already failed (peer declared gone) ends up
+		// here too; it is harmless.
+		t.malformed(src, "unexpected CTS")
+		return
+	}
+	switch {
+	case status == ctsDiscard:
+		t.finishSend(idx, nil)
+	case status == ctsReject:
+		t.finishSend(idx, ErrRemote)
+	case status != ctsGo || n > o.size:
+		t.finishSend(idx, fmt.Errorf("%w: bad CTS (status %d, length %d of %d)", ErrCorrupt, status, n, o.size))
+	case n == 0:
+		t.finishSend(idx, nil)
+	default:
+		// Send exactly the n bytes the receiver posted.
+		left := int(n)
+		k := 0
+		for i := 1; i <= o.niov && left > 0; i++ {
+			l := t.k.iovLen(idx, i)
+			if l > left {
+				t.k.setIOVLen(idx, i, left)
+				l = left
+			}
+			left -= l
+			k++
+		}
+		o.dn = k
+		o.rtag = rtag
+		o.phase = phData
+		t.postOrQueue(idx, 1)
+	}
+}
+
+// finishSend reports a user send (eager or rendezvous) and releases its
+// slot; control messages are just released.
+func (t *Transport) finishSend(idx uint32, err error) {
+	o := &t.ops[idx]
+	if o.phase == phDone {
+		return
+	}
+	if o.kind == kEager || o.kind == kRndv {
+		if err != nil && o.pending != 0 {
+			t.stats.Abandoned++
+		}
+		t.sendDone = append(t.sendDone, doneEvt{o.sendID, err})
+	}
+	t.release(idx)
+}
+
+// sendCTS answers an RTS (cookie) from p with a control message of its own.
+func (t *Transport) sendCTS(p *Peer, cookie uint64, status uint32, rtag, n uint64) {
+	if p == nil || p.dead || !p.hasAddr {
+		return
+	}
+	idx := t.alloc(kCtl, false)
+	if idx < 0 {
+		t.deferred = append(t.deferred, deferredReq{peer: p, cookie: cookie, status: status})
+		return
+	}
+	uidx := uint32(idx)
+	o := &t.ops[idx]
+	putCTS(t.k.hdr(uidx), t.id, status, cookie, rtag, n)
+	t.k.setIOV(uidx, 0, t.k.hdrPtr(uidx), hdrCTS)
+	o.peer = p
+	t.wait(p)
+	t.postOrQueue(uidx, 0)
+}
+
+// probe sends a PING to p: a successful post and completion show the core
+// still has (or can make) a connection to it.
+func (t *Transport) probe(p *Peer) {
+	idx := t.alloc(kCtl, false)
+	if idx < 0 {
+		return
+	}
+	uidx := uint32(idx)
+	o := &t.ops[idx]
+	putCommon(t.k.hdr(uidx), kindPing, 0, t.id)
+	t.k.setIOV(uidx, 0, t.k.hdrPtr(uidx), hdrCommon)
+	o.peer = p
+	o.probe = true
+	if ret := t.post(uidx, 0); ret != 0 {
+		o.peer = nil
+		t.freeSlot(uidx)
+		if ret == cEAGAIN {
+			t.eagain(p)
+		} else {
+			t.peerGone(p, coreErr("probe", ret, 0))
+		}
+		return
+	}
+	o.pending = 1
+	t.wait(p)
+	p.probing = true
+	p.eagainSince = 0
+	t.stats.Probes++
+}
