@@ -15,13 +15,16 @@ import (
 // fi_getname a buffer of FI_NAME_MAX (64) bytes.
 const AddrLen = 64
 
-// Layout: "LX", version, core count, node id (8), link hash (4), then per
-// core a kind byte, a length byte and the core's address.
+// Layout: 'L', version<<4 | core count, node id (48 bits), link hash (16
+// bits), then per core a kind byte, a length byte and the core's address.
+// The header is kept to 10 bytes so that shm plus an IPv4 tcp;ofi_rxm
+// address fit in 64.
 const (
-	addrMagic    = "LX"
+	addrMagic    = 'L'
 	addrVersion  = 1
-	addrHdrLen   = 16
+	addrHdrLen   = 10
 	maxAddrCores = 8
+	nodeMask     = 1<<48 - 1
 
 	coreShm byte = 1 // lnx's shm core
 	coreOFI byte = 2 // a libfabric core, in link order
@@ -44,14 +47,15 @@ type CoreAddr struct {
 // Encode packs a into AddrLen bytes.
 func (a *Addr) Encode() ([]byte, error) {
 	b := make([]byte, AddrLen)
-	copy(b, addrMagic)
-	b[2] = addrVersion
-	binary.LittleEndian.PutUint64(b[4:], a.Node)
-	binary.LittleEndian.PutUint32(b[12:], a.Link)
 	if len(a.Cores) > maxAddrCores {
 		return nil, fi.Wrap(fi.EINVAL, "too many cores for an lnx address")
 	}
-	b[3] = byte(len(a.Cores))
+	b[0] = addrMagic
+	b[1] = addrVersion<<4 | byte(len(a.Cores))
+	var node [8]byte
+	binary.LittleEndian.PutUint64(node[:], a.Node&nodeMask)
+	copy(b[2:8], node[:6])
+	binary.LittleEndian.PutUint16(b[8:], uint16(a.Link))
 	off := addrHdrLen
 	for _, c := range a.Cores {
 		if len(c.Raw) > 255 || off+2+len(c.Raw) > AddrLen {
@@ -69,14 +73,16 @@ func DecodeAddr(b []byte) (*Addr, error) {
 	if len(b) < AddrLen {
 		return nil, fi.Wrap(fi.EINVAL, "lnx address is %d bytes, want %d", len(b), AddrLen)
 	}
-	if string(b[:2]) != addrMagic {
+	if b[0] != addrMagic {
 		return nil, fi.Wrap(fi.EINVAL, "not an lnx address (bad magic)")
 	}
-	if b[2] != addrVersion {
-		return nil, fi.Wrap(fi.EINVAL, "lnx address version %d not supported", b[2])
+	if b[1]>>4 != addrVersion {
+		return nil, fi.Wrap(fi.EINVAL, "lnx address version %d not supported", b[1]>>4)
 	}
-	a := &Addr{Node: binary.LittleEndian.Uint64(b[4:]), Link: binary.LittleEndian.Uint32(b[12:])}
-	n := int(b[3])
+	var node [8]byte
+	copy(node[:6], b[2:8])
+	a := &Addr{Node: binary.LittleEndian.Uint64(node[:]), Link: uint32(binary.LittleEndian.Uint16(b[8:]))}
+	n := int(b[1] & 0xf)
 	if n > maxAddrCores {
 		return nil, fi.Wrap(fi.EINVAL, "lnx address claims %d cores", n)
 	}
@@ -98,11 +104,12 @@ func DecodeAddr(b []byte) (*Addr, error) {
 	return a, nil
 }
 
-// linkHash identifies a link configuration in addresses.
+// linkHash identifies a link configuration in addresses (16 bits: it only
+// has to catch a peer started with different FI_LNX_PROV_LINKS).
 func linkHash(name string) uint32 {
 	h := fnv.New32a()
 	h.Write([]byte(name))
-	return h.Sum32()
+	return h.Sum32() & 0xffff
 }
 
 // NodeID is this node's identity: FI_LNX_NODE_ID if set (tests and
@@ -116,5 +123,5 @@ func NodeID() uint64 {
 	}
 	h := fnv.New64a()
 	h.Write([]byte(id))
-	return h.Sum64()
+	return h.Sum64() & nodeMask // what the address carries
 }

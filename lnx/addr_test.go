@@ -6,7 +6,7 @@ import (
 )
 
 func TestAddrRoundTrip(t *testing.T) {
-	a := Addr{Node: 0x1122334455667788, Link: 0xabcdef01, Cores: []CoreAddr{
+	a := Addr{Node: 0x334455667788, Link: 0xef01, Cores: []CoreAddr{
 		{Kind: coreShm, Raw: []byte("lnx-123-abcdef")},
 		{Kind: coreOFI, Raw: bytes.Repeat([]byte{7}, 16)},
 	}}
@@ -38,11 +38,11 @@ func TestAddrRejects(t *testing.T) {
 	cases := map[string][]byte{
 		"short":          good[:AddrLen-1],
 		"bad magic":      mut(func(b []byte) { b[0] = 'X' }),
-		"bad version":    mut(func(b []byte) { b[2] = 9 }),
-		"too many cores": mut(func(b []byte) { b[3] = maxAddrCores + 1 }),
+		"bad version":    mut(func(b []byte) { b[1] = 9<<4 | 1 }),
+		"too many cores": mut(func(b []byte) { b[1] = addrVersion<<4 | (maxAddrCores + 1) }),
 		"unknown kind":   mut(func(b []byte) { b[addrHdrLen] = 9 }),
-		"overrun":        mut(func(b []byte) { b[addrHdrLen+1] = 255; b[3] = 2 }),
-		"truncated core": mut(func(b []byte) { b[3] = maxAddrCores }),
+		"overrun":        mut(func(b []byte) { b[addrHdrLen+1] = 255; b[1] = addrVersion<<4 | 2 }),
+		"truncated core": mut(func(b []byte) { b[1] = addrVersion<<4 | maxAddrCores }),
 	}
 	for name, b := range cases {
 		if _, err := DecodeAddr(b); err == nil {
@@ -50,6 +50,9 @@ func TestAddrRejects(t *testing.T) {
 		}
 	}
 	big := Addr{Cores: []CoreAddr{{Kind: coreOFI, Raw: make([]byte, 30)}, {Kind: coreOFI, Raw: make([]byte, 30)}}}
+	if _, err := (&Addr{Cores: []CoreAddr{{Kind: coreShm, Raw: make([]byte, 15)}, {Kind: coreOFI, Raw: make([]byte, 32)}}}).Encode(); err != nil {
+		t.Errorf("shm + IPv4 tcp;ofi_rxm address does not fit: %v", err)
+	}
 	if _, err := big.Encode(); err == nil {
 		t.Error("Encode accepted cores larger than the blob")
 	}
@@ -59,7 +62,7 @@ func FuzzDecodeAddr(f *testing.F) {
 	good, _ := (&Addr{Node: 1, Cores: []CoreAddr{{Kind: coreShm, Raw: []byte("lnx-1-2")}, {Kind: coreOFI, Raw: []byte{1, 2, 3}}}}).Encode()
 	f.Add(good)
 	f.Add(make([]byte, AddrLen))
-	f.Add([]byte("LX\x01"))
+	f.Add([]byte("L\x11"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		a, err := DecodeAddr(b)
 		if err != nil {

@@ -22,8 +22,9 @@ type AV struct {
 	Type   int
 
 	mu      sync.RWMutex
-	entries []*avEntry // index = fi_addr; nil = removed
-	byShm   map[uint64]uint64
+	entries []*avEntry        // index = fi_addr; nil = removed
+	byShm   map[uint64]uint64 // shm endpoint id -> fi_addr
+	byNet   map[uint64]uint64 // network transport id -> fi_addr
 	eps     int
 }
 
@@ -42,7 +43,7 @@ func (d *Domain) OpenAV(attr AVAttr) (*AV, error) {
 		return nil, fi.Wrap(fi.EINVAL, "unknown AV type %d", attr.Type)
 	}
 	d.get()
-	return &AV{Domain: d, Type: attr.Type, byShm: map[uint64]uint64{}}, nil
+	return &AV{Domain: d, Type: attr.Type, byShm: map[uint64]uint64{}, byNet: map[uint64]uint64{}}, nil
 }
 
 // Insert adds count addresses packed AddrLen bytes apart. Invalid ones get
@@ -69,6 +70,9 @@ func (av *AV) Insert(blob []byte, count int, out []uint64) int {
 		if id, ok := shmIDOf(a); ok {
 			av.byShm[id] = idx
 		}
+		for _, id := range netIDsOf(a) {
+			av.byNet[id] = idx
+		}
 		if out != nil {
 			out[i] = idx
 		}
@@ -89,6 +93,9 @@ func (av *AV) Remove(addrs []uint64) error {
 	for _, a := range addrs {
 		if id, ok := shmIDOf(av.entries[a].addr); ok {
 			delete(av.byShm, id)
+		}
+		for _, id := range netIDsOf(av.entries[a].addr) {
+			delete(av.byNet, id)
 		}
 		av.entries[a] = nil
 	}
@@ -118,6 +125,16 @@ func (av *AV) byShmID(id uint64) uint64 {
 	av.mu.RLock()
 	defer av.mu.RUnlock()
 	if a, ok := av.byShm[id]; ok {
+		return a
+	}
+	return fi.ADDR_NOTAVAIL
+}
+
+// byNetID maps a network transport id to its fi_addr.
+func (av *AV) byNetID(id uint64) uint64 {
+	av.mu.RLock()
+	defer av.mu.RUnlock()
+	if a, ok := av.byNet[id]; ok {
 		return a
 	}
 	return fi.ADDR_NOTAVAIL

@@ -1,6 +1,9 @@
 package lnx
 
-import "github.com/lnx-go/lnx-go/shm"
+import (
+	"github.com/lnx-go/lnx-go/peers/ofi"
+	"github.com/lnx-go/lnx-go/shm"
+)
 
 // shmAddrOf returns the shm core's address inside an lnx address.
 func shmAddrOf(a *Addr) ([]byte, bool) {
@@ -21,4 +24,27 @@ func shmIDOf(a *Addr) (uint64, bool) {
 	}
 	id, err := shm.AddrID(raw)
 	return id, err == nil
+}
+
+// netAddrsOf returns the network cores' addresses inside an lnx address,
+// in link order.
+func netAddrsOf(a *Addr) [][]byte {
+	var out [][]byte
+	for _, c := range a.Cores {
+		if c.Kind == coreOFI {
+			out = append(out, c.Raw)
+		}
+	}
+	return out
+}
+
+// netIDsOf returns the transport ids of a peer's network cores.
+func netIDsOf(a *Addr) []uint64 {
+	var ids []uint64
+	for _, raw := range netAddrsOf(a) {
+		if id, err := ofi.AddrID(raw); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }

@@ -36,12 +36,12 @@ type Endpoint struct {
 	txFlags uint64
 	rxFlags uint64
 
-	cores []*ofi.Endpoint
+	nets []*ofi.Transport // one per network core domain of the link
 
 	// Data path state, guarded by mu.
 	node       uint64
 	shm        *shm.Endpoint
-	peers      map[uint64]*shm.Peer // fi_addr -> connected shm peer
+	routes     map[uint64]*route // fi_addr -> how to reach it
 	tagged     *peers.Queue
 	untagged   *peers.Queue
 	sends      map[uint64]*sendCtx // rendezvous sends awaiting their ack
@@ -53,7 +53,9 @@ type Endpoint struct {
 
 	// Hot-path scratch, to keep small messages allocation-free.
 	arriveFn  func(*shm.Arrival) bool
+	netArrive []func(*ofi.Arrival) bool // per network core
 	sendDone  func(uint64, error)
+	pullDone  func(*ofi.Rendezvous, uint64, error)
 	freeRecvs []*recvCtx
 	probe     peers.Msg
 }
@@ -67,7 +69,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 		return nil, fi.Wrap(fi.EINVAL, "lnx endpoints are FI_EP_RDM")
 	}
 	e := &Endpoint{Domain: d, Info: info, cntrs: map[uint64]*Cntr{},
-		node: NodeID(), peers: map[uint64]*shm.Peer{}, sends: map[uint64]*sendCtx{},
+		node: NodeID(), routes: map[uint64]*route{}, sends: map[uint64]*sendCtx{},
 		tagged: peers.NewQueue(true), untagged: peers.NewQueue(false), unexpMax: envSize(EnvUnexpMax, defaultUnexpMax)}
 	if info.HasTx {
 		e.txFlags = info.Tx.OpFlags
@@ -75,7 +77,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	if info.HasRx {
 		e.rxFlags = info.Rx.OpFlags
 	}
-	e.arriveFn, e.sendDone = e.onArrival, e.onSendDone
+	e.arriveFn, e.sendDone, e.pullDone = e.onArrival, e.onSendDone, e.onPullDone
 	if d.Link.Group.HasShm() {
 		se, err := shm.Open(shm.Config{})
 		if err != nil {
@@ -84,12 +86,13 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 		e.shm = se
 	}
 	for _, c := range d.cores {
-		ce, err := c.dom.OpenEndpoint(fi.AV_TABLE)
+		t, err := c.dom.OpenTransport(ofi.Config{}) // on the domain lnx opened
 		if err != nil {
 			e.closeCores()
 			return nil, err
 		}
-		e.cores = append(e.cores, ce)
+		e.nets = append(e.nets, t)
+		e.netArrive = append(e.netArrive, e.netArrival(t))
 	}
 	d.get()
 	return e, nil
@@ -101,10 +104,10 @@ func (e *Endpoint) closeCores() error {
 		errs = append(errs, e.shm.Close())
 		e.shm = nil
 	}
-	for _, c := range e.cores {
-		errs = append(errs, c.Close())
+	for _, t := range e.nets {
+		errs = append(errs, t.Close())
 	}
-	e.cores = nil
+	e.nets = nil
 	return errors.Join(errs...)
 }
 
@@ -209,12 +212,8 @@ func (e *Endpoint) Name() ([]byte, error) {
 	if e.shm != nil {
 		a.Cores = append(a.Cores, CoreAddr{Kind: coreShm, Raw: e.shm.Addr()})
 	}
-	for _, c := range e.cores {
-		raw, err := c.Name()
-		if err != nil {
-			return nil, err
-		}
-		a.Cores = append(a.Cores, CoreAddr{Kind: coreOFI, Raw: raw})
+	for _, t := range e.nets {
+		a.Cores = append(a.Cores, CoreAddr{Kind: coreOFI, Raw: t.Addr()})
 	}
 	return a.Encode()
 }

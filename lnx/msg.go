@@ -7,6 +7,7 @@ import (
 	"github.com/lnx-go/lnx-go/lnx/fi"
 	"github.com/lnx-go/lnx-go/lnx/logging"
 	"github.com/lnx-go/lnx-go/peers"
+	"github.com/lnx-go/lnx-go/peers/ofi"
 	"github.com/lnx-go/lnx-go/shm"
 )
 
@@ -31,12 +32,38 @@ type recvCtx struct {
 
 func (r *recvCtx) bufs() []Buf { return r.iov[:r.n] }
 
+// msgHdr is what every core carries with a message (shm.Hdr and ofi.Hdr
+// have the same fields).
+type msgHdr struct {
+	Tag, Data uint64
+	Flags     uint32
+}
+
+// rndv is a large message still in the sender's memory, on one core.
+type rndv struct {
+	shm *shm.Rendezvous
+	net *ofi.Rendezvous
+	t   *ofi.Transport
+}
+
+func (r rndv) none() bool { return r.shm == nil && r.net == nil }
+
 // unexpected is a message that arrived before its receive was posted.
 type unexpected struct {
-	hdr  shm.Hdr
-	data []byte          // eager payload copy
-	rndv *shm.Rendezvous // large message still in the sender's memory
+	hdr  msgHdr
+	data []byte // eager payload copy
+	rv   rndv
+	kind int // core kind, for stats
 	msg  peers.Msg
+}
+
+// pendingPull is a receive whose data a network core is still moving.
+type pendingPull struct {
+	r    *recvCtx
+	src  uint64
+	size uint64
+	hdr  msgHdr
+	kind uint64
 }
 
 // sendCtx is a send waiting for its rendezvous acknowledgement.
@@ -82,11 +109,11 @@ func (e *Endpoint) Send(op *Op) error {
 	if !e.enabled {
 		return fi.Wrap(fi.EOPBADSTATE, "endpoint not enabled")
 	}
-	p, err := e.shmPeer(op.Addr)
+	rt, err := e.route(op.Addr)
 	if err != nil {
 		return err
 	}
-	hdr := shm.Hdr{Tag: op.Tag, Flags: 0}
+	hdr := msgHdr{Tag: op.Tag}
 	if op.Tagged {
 		hdr.Flags |= hdrTagged
 	}
@@ -100,17 +127,25 @@ func (e *Endpoint) Send(op *Op) error {
 	}
 	e.nextSend++
 	id := e.nextSend
-	done, err := e.shm.Send(p, hdr, iovs[:op.N], id)
-	if errors.Is(err, shm.ErrAgain) {
+	var done bool
+	var again bool
+	if rt.shm != nil {
+		done, err = e.shm.Send(rt.shm, shm.Hdr(hdr), iovs[:op.N], id)
+		again = errors.Is(err, shm.ErrAgain)
+	} else {
+		done, err = rt.t.Send(rt.net, ofi.Hdr(hdr), iovs[:op.N], id)
+		again = errors.Is(err, ofi.ErrAgain)
+	}
+	if again {
 		e.progressLocked()
 		return fi.EAGAIN
 	}
 	if err != nil {
-		return fi.Wrap(fi.EIO, "shm send: %v", err)
+		return fi.Wrap(fi.EIO, "send to %d: %v", op.Addr, err)
 	}
+	e.stats[rt.kind].tx(size)
 	// Only the fi_inject* calls suppress the completion; FI_INJECT on a
 	// …msg call just means the buffer is reusable on return.
-	e.stats[kindShm].tx(size)
 	wantCQ := !op.Inject && (!e.txSel || flags&fi.COMPLETION != 0)
 	cflags := fi.SEND | opKindFlags(op.Tagged)
 	if done {
@@ -139,31 +174,46 @@ func (e *Endpoint) completeSend(ctx unsafe.Pointer, flags uint64, wantCQ bool, e
 
 func (e *Endpoint) injectSize() uint64 { return e.Domain.Link.lim.inject }
 
-// shmPeer returns (connecting on first use) the shm peer behind fi_addr.
-func (e *Endpoint) shmPeer(addr uint64) (*shm.Peer, error) {
-	if p, ok := e.peers[addr]; ok {
-		return p, nil
+// route is how this endpoint reaches one fi_addr: shm for a peer on this
+// node when the link has shm, else a network core (rail chosen per peer).
+type route struct {
+	kind int
+	shm  *shm.Peer
+	net  *ofi.Peer
+	t    *ofi.Transport
+}
+
+// route returns (connecting on first use) the route to fi_addr.
+func (e *Endpoint) route(addr uint64) (*route, error) {
+	if rt, ok := e.routes[addr]; ok {
+		return rt, nil
 	}
 	ent := e.av.entry(addr)
 	if ent == nil {
 		return nil, fi.Wrap(fi.EINVAL, "fi_addr %d is not in the AV", addr)
 	}
-	if e.shm == nil {
-		return nil, fi.Wrap(fi.ENOSYS, "no shm core in this link and network cores are not wired yet")
+	if raw, ok := shmAddrOf(ent.addr); ok && e.shm != nil && ent.addr.Node == e.node {
+		p, err := e.shm.Connect(raw)
+		if err != nil {
+			return nil, fi.Wrap(fi.EHOSTUNREACH, "shm connect to %d: %v", addr, err)
+		}
+		rt := &route{kind: kindShm, shm: p}
+		e.routes[addr] = rt
+		return rt, nil
 	}
-	raw, ok := shmAddrOf(ent.addr)
-	if !ok {
-		return nil, fi.Wrap(fi.EHOSTUNREACH, "peer %d has no shm core", addr)
+	nets := netAddrsOf(ent.addr)
+	if len(nets) == 0 || len(e.nets) == 0 {
+		return nil, fi.Wrap(fi.EHOSTUNREACH, "peer %d is not reachable: no common core (peer on another node: %v)", addr, ent.addr.Node != e.node)
 	}
-	if ent.addr.Node != e.node {
-		return nil, fi.Wrap(fi.EHOSTUNREACH, "peer %d is on another node and no network core is wired yet", addr)
-	}
-	p, err := e.shm.Connect(raw)
+	// PER_PEER rail selection: one rail per peer keeps its messages in order.
+	rail := int(addr % uint64(min(len(nets), len(e.nets))))
+	p, err := e.nets[rail].Connect(nets[rail])
 	if err != nil {
-		return nil, fi.Wrap(fi.EHOSTUNREACH, "shm connect to %d: %v", addr, err)
+		return nil, fi.Wrap(fi.EHOSTUNREACH, "network connect to %d: %v", addr, err)
 	}
-	e.peers[addr] = p
-	return p, nil
+	rt := &route{kind: kindNet, net: p, t: e.nets[rail]}
+	e.routes[addr] = rt
+	return rt, nil
 }
 
 // Recv posts a receive (or, with FI_PEEK/FI_CLAIM, inspects unexpected
@@ -269,10 +319,15 @@ func (e *Endpoint) peek(q *peers.Queue, op *Op, src, ignore, flags, kind uint64)
 
 func (e *Endpoint) discard(m *peers.Msg) {
 	u := m.Ctx.(*unexpected)
-	if u.rndv != nil {
-		if err := e.shm.Discard(u.rndv); err != nil {
-			logging.Warnf(logging.EPData, "discarding a large message: %v", err)
-		}
+	var err error
+	switch {
+	case u.rv.shm != nil:
+		err = e.shm.Discard(u.rv.shm)
+	case u.rv.net != nil:
+		err = u.rv.t.Discard(u.rv.net)
+	}
+	if err != nil {
+		logging.Warnf(logging.EPData, "discarding a large message: %v", err)
 	}
 	e.unexpBytes -= uint64(len(u.data))
 }
@@ -281,25 +336,48 @@ func (e *Endpoint) discard(m *peers.Msg) {
 func (e *Endpoint) deliverUnexpected(r *recvCtx, m *peers.Msg, kind uint64) {
 	u := m.Ctx.(*unexpected)
 	e.unexpBytes -= uint64(len(u.data))
-	e.deliver(r, m.Src, m.Size, u.hdr, u.data, u.rndv, kind)
+	e.deliver(r, m.Src, m.Size, u.hdr, u.data, u.rv, kind, u.kind)
 }
 
-// deliver copies a message into a posted receive and completes it.
-func (e *Endpoint) deliver(r *recvCtx, src, size uint64, hdr shm.Hdr, data []byte, rndv *shm.Rendezvous, kind uint64) {
-	var capacity uint64
-	for _, b := range r.bufs() {
-		capacity += b.Len
-	}
+// deliver copies a message into a posted receive and completes it; a large
+// message on a network core completes later, in onPullDone.
+func (e *Endpoint) deliver(r *recvCtx, src, size uint64, hdr msgHdr, data []byte, rv rndv, kind uint64, core int) {
 	var n uint64
 	var err error
-	if rndv != nil {
+	switch {
+	case rv.none():
+		n = scatter(r.bufs(), data)
+	default:
 		var dst [MaxIov][]byte
 		for i, b := range r.bufs() {
 			dst[i] = b.bytes()
 		}
-		n, err = e.shm.Pull(rndv, dst[:r.n])
-	} else {
-		n = scatter(r.bufs(), data)
+		if rv.shm != nil {
+			n, err = e.shm.Pull(rv.shm, dst[:r.n])
+			break
+		}
+		rv.net.SetContext(&pendingPull{r: r, src: src, size: size, hdr: hdr, kind: kind})
+		if err = rv.t.Pull(rv.net, dst[:r.n]); err == nil {
+			return // onPullDone completes it
+		}
+	}
+	e.complete(r, src, size, n, hdr, kind, core, err)
+}
+
+// onPullDone finishes a receive whose data came by a network rendezvous.
+func (e *Endpoint) onPullDone(rv *ofi.Rendezvous, n uint64, err error) {
+	p, ok := rv.Context().(*pendingPull)
+	if !ok {
+		return
+	}
+	e.complete(p.r, p.src, p.size, n, p.hdr, p.kind, kindNet, err)
+}
+
+// complete writes a receive's completion (or error entry) and recycles it.
+func (e *Endpoint) complete(r *recvCtx, src, size, n uint64, hdr msgHdr, kind uint64, core int, err error) {
+	var capacity uint64
+	for _, b := range r.bufs() {
+		capacity += b.Len
 	}
 	c := Completion{Ctx: r.ctx, Flags: fi.RECV | kind, Len: n, Tag: hdr.Tag, Src: src}
 	if r.n > 0 {
@@ -311,11 +389,11 @@ func (e *Endpoint) deliver(r *recvCtx, src, size uint64, hdr shm.Hdr, data []byt
 	}
 	wantCQ := !e.rxSel || r.flags&fi.COMPLETION != 0
 	e.putRecv(r) // everything needed is in c now
-	e.stats[kindShm].rx(n)
+	e.stats[core].rx(n)
 	cntr := e.cntrs[fi.RECV]
 	switch {
 	case err != nil:
-		e.stats[kindShm].errors++
+		e.stats[core].errors++
 		c.Err, c.ProvErr = fi.EIO, fi.Code(err)
 		logging.Warnf(logging.EPData, "receiving %d bytes from %d: %v", size, src, err)
 	case size > capacity:
@@ -363,10 +441,15 @@ func (e *Endpoint) progress() {
 }
 
 func (e *Endpoint) progressLocked() {
-	if e.shm == nil || !e.enabled {
+	if !e.enabled {
 		return
 	}
-	e.shm.Poll(e.arriveFn, e.sendDone)
+	if e.shm != nil {
+		e.shm.Poll(e.arriveFn, e.sendDone)
+	}
+	for i, t := range e.nets {
+		t.Poll(e.netArrive[i], e.sendDone, e.pullDone)
+	}
 }
 
 func (e *Endpoint) onSendDone(id uint64, err error) {
@@ -383,33 +466,48 @@ func (e *Endpoint) onSendDone(id uint64, err error) {
 // the sender's ring fills and it sees -FI_EAGAIN: flow control instead of
 // unbounded buffering.
 func (e *Endpoint) onArrival(a *shm.Arrival) bool {
-	tagged := a.Hdr.Flags&hdrTagged != 0
+	return e.arrive(e.av.byShmID(a.Src), msgHdr(a.Hdr), a.Size, a.Eager, rndv{shm: a.Rndv}, kindShm)
+}
+
+// netArrival makes the arrival callback of one network core, so that a
+// rendezvous handle is tied to the transport that must pull it.
+func (e *Endpoint) netArrival(t *ofi.Transport) func(*ofi.Arrival) bool {
+	return func(a *ofi.Arrival) bool {
+		rv := rndv{}
+		if a.Rndv != nil {
+			rv = rndv{net: a.Rndv, t: t}
+		}
+		return e.arrive(e.av.byNetID(a.Src), msgHdr(a.Hdr), a.Size, a.Eager, rv, kindNet)
+	}
+}
+
+// arrive matches one message from any core: the same queues whatever the
+// core, so any-source receives see arrivals from all of them in order.
+func (e *Endpoint) arrive(src uint64, hdr msgHdr, size uint64, eager []byte, rv rndv, core int) bool {
+	tagged := hdr.Flags&hdrTagged != 0
 	q := e.queue(tagged)
-	src := e.av.byShmID(a.Src)
 	kind := opKindFlags(tagged)
-	tag := a.Hdr.Tag
+	tag := hdr.Tag
 	if !tagged {
 		tag = 0
 	}
 	// Expected message: match with a scratch record, allocate nothing.
-	e.probe = peers.Msg{Src: src, Tag: tag, Size: a.Size}
+	e.probe = peers.Msg{Src: src, Tag: tag, Size: size}
 	if r := q.ArriveIfPosted(&e.probe); r != nil {
-		e.deliver(r.Ctx.(*recvCtx), src, a.Size, a.Hdr, a.Eager, a.Rndv, kind)
+		e.deliver(r.Ctx.(*recvCtx), src, size, hdr, eager, rv, kind, core)
 		return true
 	}
-	if e.unexpBytes > 0 && e.unexpBytes+uint64(len(a.Eager)) > e.unexpMax {
+	if e.unexpBytes > 0 && e.unexpBytes+uint64(len(eager)) > e.unexpMax {
 		return false // held in the ring: the sender sees a full ring
 	}
-	u := &unexpected{hdr: a.Hdr, rndv: a.Rndv}
-	u.msg = peers.Msg{Src: src, Tag: tag, Size: a.Size, Ctx: u}
+	u := &unexpected{hdr: hdr, rv: rv, kind: core}
+	u.msg = peers.Msg{Src: src, Tag: tag, Size: size, Ctx: u}
 	if r := q.Arrive(&u.msg); r != nil {
-		// Nothing was posted in between (we hold e.mu), but keep Arrive's
-		// answer authoritative.
-		e.deliver(r.Ctx.(*recvCtx), src, a.Size, a.Hdr, a.Eager, a.Rndv, kind)
+		e.deliver(r.Ctx.(*recvCtx), src, size, hdr, eager, rv, kind, core)
 		return true
 	}
-	if a.Rndv == nil {
-		u.data = append([]byte(nil), a.Eager...)
+	if rv.none() {
+		u.data = append([]byte(nil), eager...)
 		e.unexpBytes += uint64(len(u.data))
 	}
 	return true
