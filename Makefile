@@ -58,9 +58,13 @@ $(BENCH): tests/bench/fi_bench.c
 pingpong: lib $(BENCH)
 	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH) -r 3 -s 1,64,4096,65536 shm=shm lnx=lnx
 
-# Full benchmark: every size, lnx (links shm) beside shm alone.
+# Full benchmark: every size, lnx (links shm) beside shm alone; then the
+# inter-node rows: lnx with links shm+tcp;ofi_rxm and the two processes on
+# different simulated nodes (so tcp carries it) beside tcp;ofi_rxm alone.
 bench: lib $(BENCH)
 	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH) -r 5 shm=shm lnx=lnx@shm
+	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH) -r 3 -s 1,64,4096,65536,1048576 \
+		'tcp=tcp;ofi_rxm' 'lnx=lnx@shm+tcp;ofi_rxm:lo#bench'
 
 clean:
 	rm -rf build/lib build/ctest build/bench
