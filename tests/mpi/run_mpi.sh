@@ -45,12 +45,21 @@ export FI_TCP_IFACE=lo
 out=$(mktemp "${TMPDIR:-/tmp}/run_mpi.XXXXXX")
 trap 'rm -f "$out"' EXIT
 
+# RANKS_PER_NODE=k: simulate nodes of k ranks (see simnode.sh) and require,
+# from lnx's FI_LNX_DUMP_STATS lines, that every rank moved traffic over
+# both shm and the network core.
+wrap=()
+extra=()
+if [ -n "${RANKS_PER_NODE:-}" ]; then
+	wrap=(sh "$(dirname "$0")/simnode.sh")
+	extra=(-x RANKS_PER_NODE -x FI_LNX_DUMP_STATS=1)
+fi
 cmd=("$MPIRUN" --allow-run-as-root --oversubscribe -np "$np"
 	--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include lnx
 	--mca mtl_base_verbose 100 --mca mtl_ofi_av "$av"
 	--mca btl self --bind-to none
-	-x FI_PROVIDER_PATH -x FI_TCP_IFACE=lo
-	"$prog" "$@")
+	-x FI_PROVIDER_PATH -x FI_TCP_IFACE=lo "${extra[@]}"
+	"${wrap[@]}" "$prog" "$@")
 echo "run_mpi.sh: ${cmd[*]}"
 start=$(date +%s.%N)
 timeout -k 10 "${MPI_TIMEOUT:-120}" "${cmd[@]}" >"$out" 2>&1
@@ -74,6 +83,14 @@ elif [ "$nprov" -ne "$np" ]; then
 fi
 if [ "$nother" -ne 0 ]; then
 	fail="${fail:+$fail; }$nother provider line(s) name a provider other than lnx"
+fi
+if [ -n "${RANKS_PER_NODE:-}" ]; then
+	nshm=$(grep -E '^lnx: pid [0-9]+ .* core shm: tx [1-9]' "$out" | awk '{print $3}' | sort -u | wc -l)
+	nnet=$(grep -E '^lnx: pid [0-9]+ .* core tcp;ofi_rxm[^ ]*: tx [1-9]' "$out" | awk '{print $3}' | sort -u | wc -l)
+	if [ "$nshm" -ne "$np" ] || [ "$nnet" -ne "$np" ]; then
+		fail="${fail:+$fail; }per-core stats: $nshm of $np ranks sent over shm, $nnet over tcp;ofi_rxm"
+	fi
+	grep -E '^lnx: pid' "$out"
 fi
 if ! grep -qE "^$name: ok" "$out"; then
 	fail="${fail:+$fail; }no '$name: ok' line"
