@@ -76,7 +76,8 @@ static void lnx_define_params(void)
 	fi_param_define(&lnx_prov, "node_id", FI_PARAM_STRING,
 		"Node identity used to decide which peers are local (default: hostname and boot id).");
 	fi_param_define(&lnx_prov, "multi_rail_selection", FI_PARAM_STRING,
-		"PER_PEER (default) or PER_MSG rail selection over several domains of one core.");
+		"Rail selection over several domains of one core: PER_PEER (each peer keeps one rail, "
+		"so its messages stay in order). PER_MSG is not implemented yet and falls back to PER_PEER.");
 	fi_param_define(&lnx_prov, "dump_stats", FI_PARAM_BOOL,
 		"Log per-core traffic counters when an endpoint closes.");
 	fi_param_define(&lnx_prov, "unexpected_max", FI_PARAM_SIZE_T,

@@ -3,6 +3,7 @@ package lnx
 import (
 	"errors"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/lnx-go/lnx-go/lnx/fi"
@@ -84,6 +85,9 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 			return nil, fi.Wrap(fi.ENODEV, "shm core: %v", err)
 		}
 		e.shm = se
+	}
+	if sel := strings.ToUpper(strings.TrimSpace(Getenv(EnvRailSelect))); sel != "" && sel != "PER_PEER" {
+		logging.Warnf(logging.EPCtrl, "%s=%s is not supported; using PER_PEER", EnvRailSelect, sel)
 	}
 	for _, c := range d.cores {
 		t, err := c.dom.OpenTransport(ofi.Config{}) // on the domain lnx opened
