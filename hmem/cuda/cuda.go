@@ -24,9 +24,9 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/lnx-go/lnx-go/hmem/internal/iface"
+	"github.com/lnx-go/lnx-go/hmem/internal/loader"
 )
 
 const (
@@ -41,11 +41,7 @@ const (
 )
 
 // Symbol is one driver entry point the loader resolves.
-type Symbol struct {
-	Names    []string // accepted names, preferred first
-	Required bool     // the runtime is unavailable without it
-	Resolved string   // the name that resolved, "" if none
-}
+type Symbol = loader.Symbol
 
 // Error is a failed driver call.
 type Error struct {
@@ -63,12 +59,8 @@ func (e *Error) Error() string {
 
 // Runtime is one loaded (or failed) instance of the driver library.
 type Runtime struct {
-	path   string
-	libOK  bool // the library itself loaded
-	reason string
-	ndev   int
-	syms   []Symbol
-	st     unsafe.Pointer // C state (function table, contexts); nil if unusable
+	path string
+	loader.State
 
 	mu     sync.Mutex
 	opened map[uintptr]int // IPC mappings -> device whose context opened them (-1: the thread's)
@@ -94,7 +86,7 @@ func FromEnv() *Runtime {
 	case "":
 		return loadFirst(DefaultLib, "libcuda.so")
 	case "none", "off":
-		return &Runtime{path: p, reason: "cuda: disabled by " + EnvLib + "=" + p}
+		return &Runtime{path: p, State: loader.State{Why: "cuda: disabled by " + EnvLib + "=" + p}}
 	}
 	return Load(p)
 }
@@ -113,12 +105,12 @@ func loadFirst(paths ...string) *Runtime {
 	var reasons []string
 	var r *Runtime
 	for _, p := range paths {
-		if r = Load(p); r.libOK {
+		if r = Load(p); r.LibOK {
 			return r
 		}
-		reasons = append(reasons, strings.TrimPrefix(r.reason, "cuda: "))
+		reasons = append(reasons, strings.TrimPrefix(r.Why, "cuda: "))
 	}
-	r.reason = "cuda: " + strings.Join(reasons, "; ")
+	r.Why = "cuda: " + strings.Join(reasons, "; ")
 	return r
 }
 
@@ -130,40 +122,6 @@ func (r *Runtime) Iface() iface.Iface { return iface.CUDA }
 
 // Path returns the library path that was loaded or tried.
 func (r *Runtime) Path() string { return r.path }
-
-// Available reports whether the library loaded, every required entry point
-// resolved, cuInit succeeded and there is at least one device.
-func (r *Runtime) Available() bool { return r.st != nil && r.ndev > 0 }
-
-// Reason says why the runtime is unavailable; "" when it is available.
-func (r *Runtime) Reason() string { return r.reason }
-
-// DeviceCount returns the number of devices (0 when unavailable).
-func (r *Runtime) DeviceCount() int {
-	if !r.Available() {
-		return 0
-	}
-	return r.ndev
-}
-
-// Symbols lists the entry points the loader resolves and what each
-// resolved to.
-func (r *Runtime) Symbols() []Symbol {
-	out := make([]Symbol, len(r.syms))
-	copy(out, r.syms)
-	return out
-}
-
-func (r *Runtime) unavailable() error {
-	return fmt.Errorf("%w: %s", iface.ErrUnavailable, r.reason)
-}
-
-func (r *Runtime) check() error {
-	if !r.Available() {
-		return r.unavailable()
-	}
-	return nil
-}
 
 // Classify reports whether ptr is CUDA device memory
 // (cuPointerGetAttribute: CU_POINTER_ATTRIBUTE_MEMORY_TYPE is DEVICE or
@@ -184,7 +142,7 @@ func (r *Runtime) Classify(ptr uintptr) (kind iface.Iface, device int, ok bool) 
 // CopyToHost copies len(dst) bytes from device memory at src into dst
 // (cuMemcpyDtoH_v2).
 func (r *Runtime) CopyToHost(dst []byte, src uintptr) error {
-	if err := r.check(); err != nil || len(dst) == 0 {
+	if err := r.Check(); err != nil || len(dst) == 0 {
 		return err
 	}
 	return r.copyToHost(dst, src)
@@ -193,7 +151,7 @@ func (r *Runtime) CopyToHost(dst []byte, src uintptr) error {
 // CopyFromHost copies src into device memory at dst (cuMemcpyHtoD_v2),
 // and returns once the data is in device memory.
 func (r *Runtime) CopyFromHost(dst uintptr, src []byte) error {
-	if err := r.check(); err != nil || len(src) == 0 {
+	if err := r.Check(); err != nil || len(src) == 0 {
 		return err
 	}
 	return r.copyFromHost(dst, src)
@@ -202,7 +160,7 @@ func (r *Runtime) CopyFromHost(dst uintptr, src []byte) error {
 // CopyDevice copies n bytes between device buffers (cuMemcpyDtoD_v2), and
 // returns once the copy has completed.
 func (r *Runtime) CopyDevice(dst, src uintptr, n uint64) error {
-	if err := r.check(); err != nil || n == 0 {
+	if err := r.Check(); err != nil || n == 0 {
 		return err
 	}
 	return r.copyDevice(dst, src, n)
@@ -211,7 +169,7 @@ func (r *Runtime) CopyDevice(dst, src uintptr, n uint64) error {
 // AddressRange returns the allocation that holds ptr
 // (cuMemGetAddressRange_v2).
 func (r *Runtime) AddressRange(ptr uintptr) (base uintptr, size int, err error) {
-	if err := r.check(); err != nil {
+	if err := r.Check(); err != nil {
 		return 0, 0, err
 	}
 	return r.addressRange(ptr)
@@ -222,7 +180,7 @@ func (r *Runtime) AddressRange(ptr uintptr) (base uintptr, size int, err error) 
 // (cuMemGetAddressRange_v2): the importer adds offset to the base IPCOpen
 // returns.
 func (r *Runtime) IPCHandle(ptr uintptr) (handle []byte, offset uint64, err error) {
-	if err := r.check(); err != nil {
+	if err := r.Check(); err != nil {
 		return nil, 0, err
 	}
 	h, base, err := r.ipcHandle(ptr)
@@ -243,14 +201,14 @@ func (r *Runtime) IPCOpen(handle []byte) (uintptr, error) {
 
 // IPCOpenOn is IPCOpen in the primary context of device (-1: as IPCOpen).
 func (r *Runtime) IPCOpenOn(handle []byte, device int) (uintptr, error) {
-	if err := r.check(); err != nil {
+	if err := r.Check(); err != nil {
 		return 0, err
 	}
 	if len(handle) != HandleSize {
 		return 0, fmt.Errorf("cuda: IPC handle of %d bytes, want %d", len(handle), HandleSize)
 	}
-	if device < -1 || device >= r.ndev {
-		return 0, fmt.Errorf("cuda: no device %d (%d devices)", device, r.ndev)
+	if device < -1 || device >= r.NDev {
+		return 0, fmt.Errorf("cuda: no device %d (%d devices)", device, r.NDev)
 	}
 	p, used, err := r.ipcOpen(handle, device)
 	if err != nil {
@@ -264,7 +222,7 @@ func (r *Runtime) IPCOpenOn(handle []byte, device int) (uintptr, error) {
 
 // IPCClose unmaps an address that IPCOpen returned (cuIpcCloseMemHandle).
 func (r *Runtime) IPCClose(base uintptr) error {
-	if err := r.check(); err != nil {
+	if err := r.Check(); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -289,21 +247,21 @@ func (r *Runtime) Alloc(n int) (uintptr, error) { return r.AllocOn(-1, n) }
 
 // AllocOn is Alloc on device (-1: as Alloc).
 func (r *Runtime) AllocOn(device, n int) (uintptr, error) {
-	if err := r.check(); err != nil {
+	if err := r.Check(); err != nil {
 		return 0, err
 	}
 	if n <= 0 {
 		return 0, fmt.Errorf("cuda: Alloc: bad size %d", n)
 	}
-	if device < -1 || device >= r.ndev {
-		return 0, fmt.Errorf("cuda: no device %d (%d devices)", device, r.ndev)
+	if device < -1 || device >= r.NDev {
+		return 0, fmt.Errorf("cuda: no device %d (%d devices)", device, r.NDev)
 	}
 	return r.alloc(device, n)
 }
 
 // Free frees memory from Alloc (cuMemFree_v2).
 func (r *Runtime) Free(p uintptr) error {
-	if err := r.check(); err != nil {
+	if err := r.Check(); err != nil {
 		return err
 	}
 	return r.free(p)

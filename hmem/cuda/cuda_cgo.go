@@ -395,53 +395,53 @@ var (
 	_ [len(symbols) - int(C.F_N)]struct{}
 )
 
-func (r *Runtime) c() *C.lnx_cu { return (*C.lnx_cu)(r.st) }
+func (r *Runtime) c() *C.lnx_cu { return (*C.lnx_cu)(r.St) }
 
 func (r *Runtime) load() {
 	lib, err := dl.Open(r.path)
 	if err != nil {
-		r.reason = "cuda: " + err.Error()
+		r.Why = "cuda: " + err.Error()
 		return
 	}
-	r.libOK = true
+	r.LibOK = true
 	c := C.lnx_cu_new()
 	if c == nil {
-		r.reason = "cuda: out of memory"
+		r.Why = "cuda: out of memory"
 		return
 	}
 	var missing []string
-	r.syms = make([]Symbol, len(symbols))
+	r.Syms = make([]Symbol, len(symbols))
 	for i, s := range symbols {
-		r.syms[i] = Symbol{Names: s.names, Required: s.required}
+		r.Syms[i] = Symbol{Names: s.names, Required: s.required}
 		for _, name := range s.names {
 			if p := lib.Sym(name); p != nil {
 				C.lnx_cu_set(c, s.slot, p)
-				r.syms[i].Resolved = name
+				r.Syms[i].Resolved = name
 				break
 			}
 		}
-		if r.syms[i].Resolved == "" && s.required {
+		if r.Syms[i].Resolved == "" && s.required {
 			missing = append(missing, s.names[0])
 		}
 	}
 	if len(missing) > 0 {
 		C.lnx_cu_free(c)
-		r.reason = fmt.Sprintf("cuda: %s lacks %v", r.path, missing)
+		r.Why = fmt.Sprintf("cuda: %s lacks %v", r.path, missing)
 		return
 	}
 	var n, where C.int
 	if rc := C.lnx_cu_start(c, &n, &where); rc != 0 {
-		r.reason = r.errorOf(c, rc, where).Error()
+		r.Why = r.errorOf(c, rc, where).Error()
 		C.lnx_cu_free(c)
 		return
 	}
 	if n <= 0 {
 		C.lnx_cu_free(c)
-		r.reason = "cuda: no CUDA devices (cuDeviceGetCount = 0)"
+		r.Why = "cuda: no CUDA devices (cuDeviceGetCount = 0)"
 		return
 	}
-	r.ndev = int(n)
-	r.st = unsafe.Pointer(c)
+	r.NDev = int(n)
+	r.St = unsafe.Pointer(c)
 }
 
 // errorOf builds the Error for rc from the call in slot where.
@@ -450,8 +450,8 @@ func (r *Runtime) errorOf(c *C.lnx_cu, rc C.CUresult, where C.int) *Error {
 	for i, s := range symbols {
 		if s.slot == where {
 			e.Func = s.names[0]
-			if i < len(r.syms) && r.syms[i].Resolved != "" {
-				e.Func = r.syms[i].Resolved
+			if i < len(r.Syms) && r.Syms[i].Resolved != "" {
+				e.Func = r.Syms[i].Resolved
 			}
 		}
 	}

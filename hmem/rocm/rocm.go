@@ -22,9 +22,9 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/lnx-go/lnx-go/hmem/internal/iface"
+	"github.com/lnx-go/lnx-go/hmem/internal/loader"
 )
 
 const (
@@ -39,11 +39,7 @@ const (
 var DefaultLibs = []string{"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"}
 
 // Symbol is one HIP entry point the loader resolves.
-type Symbol struct {
-	Names    []string // accepted names, preferred first
-	Required bool     // the runtime is unavailable without it
-	Resolved string   // the name that resolved, "" if none
-}
+type Symbol = loader.Symbol
 
 // Error is a failed HIP call.
 type Error struct {
@@ -61,13 +57,9 @@ func (e *Error) Error() string {
 
 // Runtime is one loaded (or failed) instance of the HIP library.
 type Runtime struct {
-	path    string
-	libOK   bool // the library itself loaded
-	reason  string
-	ndev    int
+	path string
+	loader.State
 	version int // hipRuntimeGetVersion, 0 if unknown
-	syms    []Symbol
-	st      unsafe.Pointer // C state (function table); nil if unusable
 }
 
 var def struct {
@@ -90,7 +82,7 @@ func FromEnv() *Runtime {
 	case "":
 		return loadFirst(DefaultLibs...)
 	case "none", "off":
-		return &Runtime{path: p, reason: "rocm: disabled by " + EnvLib + "=" + p}
+		return &Runtime{path: p, State: loader.State{Why: "rocm: disabled by " + EnvLib + "=" + p}}
 	}
 	return Load(p)
 }
@@ -109,12 +101,12 @@ func loadFirst(paths ...string) *Runtime {
 	var reasons []string
 	var r *Runtime
 	for _, p := range paths {
-		if r = Load(p); r.libOK {
+		if r = Load(p); r.LibOK {
 			return r
 		}
-		reasons = append(reasons, strings.TrimPrefix(r.reason, "rocm: "))
+		reasons = append(reasons, strings.TrimPrefix(r.Why, "rocm: "))
 	}
-	r.reason = "rocm: " + strings.Join(reasons, "; ")
+	r.Why = "rocm: " + strings.Join(reasons, "; ")
 	return r
 }
 
@@ -132,41 +124,7 @@ func (r *Runtime) Path() string { return r.path }
 func (r *Runtime) Version() int { return r.version }
 
 // Loaded reports whether the library itself loaded, whatever else failed.
-func (r *Runtime) Loaded() bool { return r.libOK }
-
-// Available reports whether the library loaded, every required entry point
-// resolved and there is at least one device.
-func (r *Runtime) Available() bool { return r.st != nil && r.ndev > 0 }
-
-// Reason says why the runtime is unavailable; "" when it is available.
-func (r *Runtime) Reason() string { return r.reason }
-
-// DeviceCount returns the number of devices (0 when unavailable).
-func (r *Runtime) DeviceCount() int {
-	if !r.Available() {
-		return 0
-	}
-	return r.ndev
-}
-
-// Symbols lists the entry points the loader resolves and what each
-// resolved to (empty if the library did not load).
-func (r *Runtime) Symbols() []Symbol {
-	out := make([]Symbol, len(r.syms))
-	copy(out, r.syms)
-	return out
-}
-
-func (r *Runtime) unavailable() error {
-	return fmt.Errorf("%w: %s", iface.ErrUnavailable, r.reason)
-}
-
-func (r *Runtime) check() error {
-	if !r.Available() {
-		return r.unavailable()
-	}
-	return nil
-}
+func (r *Runtime) Loaded() bool { return r.LibOK }
 
 // Classify reports whether ptr is HIP device (or managed) memory and on
 // which device (hipPointerGetAttributes). Host memory, pinned or not, and
@@ -185,7 +143,7 @@ func (r *Runtime) Classify(ptr uintptr) (kind iface.Iface, device int, ok bool) 
 // CopyToHost copies len(dst) bytes from device memory at src into dst
 // (hipMemcpy, hipMemcpyDeviceToHost).
 func (r *Runtime) CopyToHost(dst []byte, src uintptr) error {
-	if err := r.check(); err != nil || len(dst) == 0 {
+	if err := r.Check(); err != nil || len(dst) == 0 {
 		return err
 	}
 	return r.copyToHost(dst, src)
@@ -194,7 +152,7 @@ func (r *Runtime) CopyToHost(dst []byte, src uintptr) error {
 // CopyFromHost copies src into device memory at dst (hipMemcpy,
 // hipMemcpyHostToDevice).
 func (r *Runtime) CopyFromHost(dst uintptr, src []byte) error {
-	if err := r.check(); err != nil || len(src) == 0 {
+	if err := r.Check(); err != nil || len(src) == 0 {
 		return err
 	}
 	return r.copyFromHost(dst, src)
@@ -203,7 +161,7 @@ func (r *Runtime) CopyFromHost(dst uintptr, src []byte) error {
 // CopyDevice copies n bytes between device buffers (hipMemcpy,
 // hipMemcpyDeviceToDevice), and returns once the copy has completed.
 func (r *Runtime) CopyDevice(dst, src uintptr, n uint64) error {
-	if err := r.check(); err != nil || n == 0 {
+	if err := r.Check(); err != nil || n == 0 {
 		return err
 	}
 	return r.copyDevice(dst, src, n)
@@ -212,7 +170,7 @@ func (r *Runtime) CopyDevice(dst, src uintptr, n uint64) error {
 // AddressRange returns the allocation that holds ptr
 // (hipMemGetAddressRange).
 func (r *Runtime) AddressRange(ptr uintptr) (base uintptr, size uint64, err error) {
-	if err := r.check(); err != nil {
+	if err := r.Check(); err != nil {
 		return 0, 0, err
 	}
 	return r.addressRange(ptr)
@@ -223,7 +181,7 @@ func (r *Runtime) AddressRange(ptr uintptr) (base uintptr, size uint64, err erro
 // (hipMemGetAddressRange): the importer adds offset to the base IPCOpen
 // returns.
 func (r *Runtime) IPCHandle(ptr uintptr) (handle []byte, offset uint64, err error) {
-	if err := r.check(); err != nil {
+	if err := r.Check(); err != nil {
 		return nil, 0, err
 	}
 	h, base, err := r.ipcHandle(ptr)
@@ -237,7 +195,7 @@ func (r *Runtime) IPCHandle(ptr uintptr) (handle []byte, offset uint64, err erro
 // hipIpcMemLazyEnablePeerAccess) on the thread's current device and
 // returns its base here. A process cannot open its own handles.
 func (r *Runtime) IPCOpen(handle []byte) (uintptr, error) {
-	if err := r.check(); err != nil {
+	if err := r.Check(); err != nil {
 		return 0, err
 	}
 	if len(handle) != HandleSize {
@@ -248,7 +206,7 @@ func (r *Runtime) IPCOpen(handle []byte) (uintptr, error) {
 
 // IPCClose unmaps an address that IPCOpen returned (hipIpcCloseMemHandle).
 func (r *Runtime) IPCClose(base uintptr) error {
-	if err := r.check(); err != nil {
+	if err := r.Check(); err != nil {
 		return err
 	}
 	return r.ipcClose(base)
@@ -258,7 +216,7 @@ func (r *Runtime) IPCClose(base uintptr) error {
 // current device. For tests and tools; lnx itself never allocates device
 // memory.
 func (r *Runtime) Alloc(n uint64) (uintptr, error) {
-	if err := r.check(); err != nil {
+	if err := r.Check(); err != nil {
 		return 0, err
 	}
 	if n == 0 {
@@ -269,7 +227,7 @@ func (r *Runtime) Alloc(n uint64) (uintptr, error) {
 
 // Free frees memory from Alloc (hipFree).
 func (r *Runtime) Free(p uintptr) error {
-	if err := r.check(); err != nil {
+	if err := r.Check(); err != nil {
 		return err
 	}
 	return r.free(p)

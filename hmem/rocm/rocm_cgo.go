@@ -242,55 +242,55 @@ var (
 	_ [len(symbols) - int(C.F_N)]struct{}
 )
 
-func (r *Runtime) c() *C.lnx_hip { return (*C.lnx_hip)(r.st) }
+func (r *Runtime) c() *C.lnx_hip { return (*C.lnx_hip)(r.St) }
 
 func (r *Runtime) load() {
 	lib, err := dl.Open(r.path)
 	if err != nil {
-		r.reason = "rocm: " + err.Error()
+		r.Why = "rocm: " + err.Error()
 		return
 	}
-	r.libOK = true
+	r.LibOK = true
 	c := C.lnx_hip_new()
 	if c == nil {
-		r.reason = "rocm: out of memory"
+		r.Why = "rocm: out of memory"
 		return
 	}
 	var missing []string
-	r.syms = make([]Symbol, len(symbols))
+	r.Syms = make([]Symbol, len(symbols))
 	for i, s := range symbols {
-		r.syms[i] = Symbol{Names: s.names, Required: s.required}
+		r.Syms[i] = Symbol{Names: s.names, Required: s.required}
 		for _, name := range s.names {
 			if p := lib.Sym(name); p != nil {
 				C.lnx_hip_set(c, s.slot, p)
-				r.syms[i].Resolved = name
+				r.Syms[i].Resolved = name
 				break
 			}
 		}
-		if r.syms[i].Resolved == "" && s.required {
+		if r.Syms[i].Resolved == "" && s.required {
 			missing = append(missing, s.names[0])
 		}
 	}
 	if len(missing) > 0 {
 		C.lnx_hip_free(c)
-		r.reason = fmt.Sprintf("rocm: %s lacks %v", r.path, missing)
+		r.Why = fmt.Sprintf("rocm: %s lacks %v", r.path, missing)
 		return
 	}
 	var n, v, where C.int
 	if rc := C.lnx_hip_start(c, &n, &v, &where); rc != 0 {
 		r.version = int(v)
-		r.reason = r.errorOf(c, rc, where).Error() + ": no usable ROCm device"
+		r.Why = r.errorOf(c, rc, where).Error() + ": no usable ROCm device"
 		C.lnx_hip_free(c)
 		return
 	}
 	r.version = int(v)
 	if n <= 0 {
 		C.lnx_hip_free(c)
-		r.reason = "rocm: no ROCm devices (hipGetDeviceCount = 0)"
+		r.Why = "rocm: no ROCm devices (hipGetDeviceCount = 0)"
 		return
 	}
-	r.ndev = int(n)
-	r.st = unsafe.Pointer(c)
+	r.NDev = int(n)
+	r.St = unsafe.Pointer(c)
 }
 
 // errorOf builds the Error for rc from the call in slot where.

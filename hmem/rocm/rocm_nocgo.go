@@ -5,15 +5,15 @@ package rocm
 // Without cgo no library can be loaded: every Runtime is unavailable, and
 // the methods below are never reached past the availability check.
 
-func (r *Runtime) load() { r.reason = "rocm: built without cgo" }
+func (r *Runtime) load() { r.Why = "rocm: built without cgo" }
 
 func (r *Runtime) classify(uintptr) (int, bool)                  { return 0, false }
-func (r *Runtime) copyToHost([]byte, uintptr) error              { return r.unavailable() }
-func (r *Runtime) copyFromHost(uintptr, []byte) error            { return r.unavailable() }
-func (r *Runtime) copyDevice(uintptr, uintptr, uint64) error     { return r.unavailable() }
-func (r *Runtime) addressRange(uintptr) (uintptr, uint64, error) { return 0, 0, r.unavailable() }
-func (r *Runtime) ipcHandle(uintptr) ([]byte, uintptr, error)    { return nil, 0, r.unavailable() }
-func (r *Runtime) ipcOpen([]byte) (uintptr, error)               { return 0, r.unavailable() }
-func (r *Runtime) ipcClose(uintptr) error                        { return r.unavailable() }
-func (r *Runtime) alloc(uint64) (uintptr, error)                 { return 0, r.unavailable() }
-func (r *Runtime) free(uintptr) error                            { return r.unavailable() }
+func (r *Runtime) copyToHost([]byte, uintptr) error              { return r.Unavailable() }
+func (r *Runtime) copyFromHost(uintptr, []byte) error            { return r.Unavailable() }
+func (r *Runtime) copyDevice(uintptr, uintptr, uint64) error     { return r.Unavailable() }
+func (r *Runtime) addressRange(uintptr) (uintptr, uint64, error) { return 0, 0, r.Unavailable() }
+func (r *Runtime) ipcHandle(uintptr) ([]byte, uintptr, error)    { return nil, 0, r.Unavailable() }
+func (r *Runtime) ipcOpen([]byte) (uintptr, error)               { return 0, r.Unavailable() }
+func (r *Runtime) ipcClose(uintptr) error                        { return r.Unavailable() }
+func (r *Runtime) alloc(uint64) (uintptr, error)                 { return 0, r.Unavailable() }
+func (r *Runtime) free(uintptr) error                            { return r.Unavailable() }
