@@ -52,6 +52,10 @@ type Endpoint struct {
 
 	stats [numCoreKinds]coreStats
 
+	// Network polling cadence (see progressLocked).
+	netTick, netEvery, netHot int
+	pulls                     map[*pendingPull]struct{} // network pulls in flight
+
 	// Hot-path scratch, to keep small messages allocation-free.
 	arriveFn  func(*shm.Arrival) bool
 	netArrive []func(*ofi.Arrival) bool // per network core
@@ -71,6 +75,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	}
 	e := &Endpoint{Domain: d, Info: info, cntrs: map[uint64]*Cntr{},
 		node: NodeID(), routes: map[uint64]*route{}, sends: map[uint64]*sendCtx{},
+		netEvery: 1, pulls: map[*pendingPull]struct{}{},
 		tagged: peers.NewQueue(true), untagged: peers.NewQueue(false), unexpMax: envSize(EnvUnexpMax, defaultUnexpMax)}
 	if info.HasTx {
 		e.txFlags = info.Tx.OpFlags

@@ -135,6 +135,7 @@ func (e *Endpoint) Send(op *Op) error {
 	} else {
 		done, err = rt.t.Send(rt.net, ofi.Hdr(hdr), iovs[:op.N], id)
 		again = errors.Is(err, ofi.ErrAgain)
+		e.netBusy() // a reply is likely: watch the network closely
 	}
 	if again {
 		e.progressLocked()
@@ -356,8 +357,11 @@ func (e *Endpoint) deliver(r *recvCtx, src, size uint64, hdr msgHdr, data []byte
 			n, err = e.shm.Pull(rv.shm, dst[:r.n])
 			break
 		}
-		rv.net.SetContext(&pendingPull{r: r, src: src, size: size, hdr: hdr, kind: kind})
+		pp := &pendingPull{r: r, src: src, size: size, hdr: hdr, kind: kind}
+		rv.net.SetContext(pp)
 		if err = rv.t.Pull(rv.net, dst[:r.n]); err == nil {
+			e.pulls[pp] = struct{}{}
+			e.netBusy()
 			return // onPullDone completes it
 		}
 	}
@@ -370,6 +374,7 @@ func (e *Endpoint) onPullDone(rv *ofi.Rendezvous, n uint64, err error) {
 	if !ok {
 		return
 	}
+	delete(e.pulls, p)
 	e.complete(p.r, p.src, p.size, n, p.hdr, p.kind, kindNet, err)
 }
 
@@ -447,10 +452,44 @@ func (e *Endpoint) progressLocked() {
 	if e.shm != nil {
 		e.shm.Poll(e.arriveFn, e.sendDone)
 	}
+	if len(e.nets) == 0 {
+		return
+	}
+	// Polling a network core costs a system call (rxm/tcp progress polls
+	// its sockets), several times a whole shm round trip. Right after
+	// network activity (an event, a send of ours, work in flight) poll it
+	// every time for netHotPolls calls; once it has been quiet that long,
+	// poll it every netEvery-th time, doubling the gap up to netPollGap.
+	if e.netHot > 0 {
+		e.netHot--
+	} else if e.netTick++; e.netTick < e.netEvery {
+		return
+	}
+	e.netTick = 0
+	n := 0
 	for i, t := range e.nets {
-		t.Poll(e.netArrive[i], e.sendDone, e.pullDone)
+		n += t.Poll(e.netArrive[i], e.sendDone, e.pullDone)
+	}
+	switch {
+	case n > 0 || len(e.sends) > 0 || len(e.pulls) > 0:
+		e.netBusy()
+	case e.netHot == 0 && e.netEvery < netPollGap:
+		e.netEvery *= 2
 	}
 }
+
+// netBusy marks network activity: poll the network cores every time for a
+// while.
+func (e *Endpoint) netBusy() { e.netHot, e.netEvery = netHotPolls, 1 }
+
+// A quiet network core is polled at least every netPollGap progress calls
+// (added latency after a long silence: that many shm polls, under a
+// microsecond each); netHotPolls progress calls after activity it is polled
+// on every call (tens of microseconds: longer than a network round trip).
+const (
+	netPollGap  = 16
+	netHotPolls = 4096
+)
 
 func (e *Endpoint) onSendDone(id uint64, err error) {
 	s, ok := e.sends[id]
