@@ -359,6 +359,7 @@ import (
 	"unsafe"
 
 	"github.com/lnx-go/lnx-go/hmem/internal/dl"
+	"github.com/lnx-go/lnx-go/hmem/internal/loader"
 )
 
 // symbols is the driver's entry points, by slot of the C function table.
@@ -409,21 +410,14 @@ func (r *Runtime) load() {
 		r.Why = "cuda: out of memory"
 		return
 	}
-	var missing []string
-	r.Syms = make([]Symbol, len(symbols))
+	want := make([]Symbol, len(symbols))
 	for i, s := range symbols {
-		r.Syms[i] = Symbol{Names: s.names, Required: s.required}
-		for _, name := range s.names {
-			if p := lib.Sym(name); p != nil {
-				C.lnx_cu_set(c, s.slot, p)
-				r.Syms[i].Resolved = name
-				break
-			}
-		}
-		if r.Syms[i].Resolved == "" && s.required {
-			missing = append(missing, s.names[0])
-		}
+		want[i] = Symbol{Names: s.names, Required: s.required}
 	}
+	var missing []string
+	r.Syms, missing = loader.Resolve(lib, want, func(i int, p unsafe.Pointer) {
+		C.lnx_cu_set(c, symbols[i].slot, p)
+	})
 	if len(missing) > 0 {
 		C.lnx_cu_free(c)
 		r.Why = fmt.Sprintf("cuda: %s lacks %v", r.path, missing)

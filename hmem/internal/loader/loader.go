@@ -60,3 +60,25 @@ func (s *State) Check() error {
 	}
 	return nil
 }
+
+// Resolve looks up each entry point in lib, trying its names in order, and
+// hands every address found to set(i, addr) with i its index in want. It
+// returns what each resolved to and the first name of every required one
+// that is missing.
+func Resolve(lib interface{ Sym(string) unsafe.Pointer }, want []Symbol, set func(i int, p unsafe.Pointer)) (syms []Symbol, missing []string) {
+	syms = make([]Symbol, len(want))
+	for i, w := range want {
+		syms[i] = Symbol{Names: w.Names, Required: w.Required}
+		for _, name := range w.Names {
+			if p := lib.Sym(name); p != nil {
+				set(i, p)
+				syms[i].Resolved = name
+				break
+			}
+		}
+		if syms[i].Resolved == "" && w.Required {
+			missing = append(missing, w.Names[0])
+		}
+	}
+	return syms, missing
+}
