@@ -33,13 +33,12 @@ func TestTCPRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := d.OpenEndpoint(2)
+	e, err := d.OpenTransport(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	name, err := e.Name()
-	if err != nil || len(name) == 0 {
-		t.Fatalf("Name() = %x, %v", name, err)
+	if id, err := AddrID(e.Addr()); err != nil || id != e.ID() {
+		t.Fatalf("AddrID(Addr()) = %x, %v; want %x", id, err, e.ID())
 	}
 	for _, c := range []func() error{e.Close, d.Close, f.Close} {
 		if err := c(); err != nil {
