@@ -2,6 +2,7 @@ package lnx
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"github.com/lnx-go/lnx-go/lnx/fi"
 	"github.com/lnx-go/lnx-go/lnx/logging"
@@ -16,6 +17,10 @@ type Domain struct {
 	Link   *Link
 	Info   fi.Info
 	cores  []*coreDomain
+
+	keys  mrKeys
+	cache regCache
+	mrs   atomic.Int64 // open MRs
 }
 
 type coreDomain struct {
@@ -93,7 +98,10 @@ func (d *Domain) Close() error {
 	if d.busy() {
 		return fi.Wrap(fi.EBUSY, "domain has open endpoints, AVs, CQs or counters")
 	}
-	err := d.closeCores()
+	if n := d.mrs.Load(); n > 0 {
+		return fi.Wrap(fi.EBUSY, "domain has %d open memory registrations", n)
+	}
+	err := errors.Join(d.cache.flush(), d.closeCores())
 	d.Fabric.put()
 	return err
 }
