@@ -63,6 +63,9 @@ type Endpoint struct {
 	pullDone  func(*ofi.Rendezvous, uint64, error)
 	freeRecvs []*recvCtx
 	probe     peers.Msg
+
+	hmemOn bool        // a device runtime is loaded: classify undescribed buffers
+	stage  stagingPool // host buffers for device-memory transfers
 }
 
 // defaultUnexpMax bounds buffered unexpected payload per endpoint.
@@ -84,6 +87,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 		e.rxFlags = info.Rx.OpFlags
 	}
 	e.arriveFn, e.sendDone, e.pullDone = e.onArrival, e.onSendDone, e.onPullDone
+	e.hmemOn = hmemAvailable()
 	if d.Link.Group.HasShm() {
 		se, err := shm.Open(shm.Config{})
 		if err != nil {
@@ -235,6 +239,14 @@ func (e *Endpoint) Close() error {
 		e.dumpStats(os.Stderr)
 	}
 	err := e.closeCores()
+	for _, s := range e.sends {
+		e.stage.put(s.stage)
+	}
+	for p := range e.pulls {
+		e.stage.put(p.stage)
+	}
+	e.sends, e.pulls = nil, nil
+	e.stage.drain()
 	if e.av != nil {
 		e.av.mu.Lock()
 		e.av.eps--

@@ -1,5 +1,15 @@
 package lnx
 
-// hmemCaps reports FI_HMEM only where a device runtime is usable; issue #5
-// wires this to package hmem.
-func hmemCaps() uint64 { return 0 }
+import (
+	"github.com/lnx-go/lnx-go/hmem"
+	"github.com/lnx-go/lnx-go/lnx/fi"
+)
+
+// hmemCaps reports FI_HMEM only where a device runtime is usable: a
+// runtime library loaded, its entry points resolved, and a device present.
+func hmemCaps() uint64 {
+	if hmem.Available() {
+		return fi.HMEM
+	}
+	return 0
+}

@@ -28,6 +28,8 @@ type recvCtx struct {
 	flags uint64
 	tag   uint64 // as posted, for FI_PEEK/cancel reporting
 	rec   peers.Recv
+	kinds [MaxIov]memKind // memory kind of each buffer, when dev
+	dev   bool            // some buffer is device memory
 }
 
 func (r *recvCtx) bufs() []Buf { return r.iov[:r.n] }
@@ -59,11 +61,12 @@ type unexpected struct {
 
 // pendingPull is a receive whose data a network core is still moving.
 type pendingPull struct {
-	r    *recvCtx
-	src  uint64
-	size uint64
-	hdr  msgHdr
-	kind uint64
+	r     *recvCtx
+	src   uint64
+	size  uint64
+	hdr   msgHdr
+	kind  uint64
+	stage []byte // host buffer the data lands in, for a device receive
 }
 
 // sendCtx is a send waiting for its rendezvous acknowledgement.
@@ -71,7 +74,8 @@ type sendCtx struct {
 	ctx   unsafe.Pointer
 	flags uint64
 	len   uint64
-	cq    bool // write a CQ entry
+	cq    bool   // write a CQ entry
+	stage []byte // host copy of a device buffer, released at completion
 }
 
 func (e *Endpoint) queue(tagged bool) *peers.Queue {
@@ -122,20 +126,38 @@ func (e *Endpoint) Send(op *Op) error {
 		hdr.Data = op.Data
 	}
 	var iovs [MaxIov][]byte
-	for i, b := range op.Iov() {
-		iovs[i] = b.bytes()
+	niov := op.N
+	var stage []byte
+	var kinds [MaxIov]memKind
+	if e.devKinds(op, &kinds) {
+		// Device memory: the runtime copies it to host memory first.
+		if stage, err = e.stage.get(size); err != nil {
+			return err
+		}
+		if err = gather(stage, op.Iov(), kinds[:op.N]); err != nil {
+			e.stage.put(stage)
+			return err
+		}
+		iovs[0], niov = stage, 1
+	} else {
+		for i, b := range op.Iov() {
+			iovs[i] = b.bytes()
+		}
 	}
 	e.nextSend++
 	id := e.nextSend
 	var done bool
 	var again bool
 	if rt.shm != nil {
-		done, err = e.shm.Send(rt.shm, shm.Hdr(hdr), iovs[:op.N], id)
+		done, err = e.shm.Send(rt.shm, shm.Hdr(hdr), iovs[:niov], id)
 		again = errors.Is(err, shm.ErrAgain)
 	} else {
-		done, err = rt.t.Send(rt.net, ofi.Hdr(hdr), iovs[:op.N], id)
+		done, err = rt.t.Send(rt.net, ofi.Hdr(hdr), iovs[:niov], id)
 		again = errors.Is(err, ofi.ErrAgain)
 		e.netBusy() // a reply is likely: watch the network closely
+	}
+	if err != nil || done {
+		e.stage.put(stage)
 	}
 	if again {
 		e.progressLocked()
@@ -153,7 +175,7 @@ func (e *Endpoint) Send(op *Op) error {
 		e.completeSend(op.Ctx, cflags, wantCQ, nil)
 		return nil
 	}
-	e.sends[id] = &sendCtx{ctx: op.Ctx, flags: cflags, len: size, cq: wantCQ}
+	e.sends[id] = &sendCtx{ctx: op.Ctx, flags: cflags, len: size, cq: wantCQ, stage: stage}
 	return nil
 }
 
@@ -276,6 +298,7 @@ func (e *Endpoint) newRecv(op *Op, flags uint64) *recvCtx {
 	}
 	r.n, r.ctx, r.flags, r.tag = op.N, op.Ctx, flags, op.Tag
 	r.iov = op.IovBuf
+	r.dev = e.devKinds(op, &r.kinds)
 	return r
 }
 
@@ -343,6 +366,10 @@ func (e *Endpoint) deliverUnexpected(r *recvCtx, m *peers.Msg, kind uint64) {
 // deliver copies a message into a posted receive and completes it; a large
 // message on a network core completes later, in onPullDone.
 func (e *Endpoint) deliver(r *recvCtx, src, size uint64, hdr msgHdr, data []byte, rv rndv, kind uint64, core int) {
+	if r.dev {
+		e.deliverDevice(r, src, size, hdr, data, rv, kind, core)
+		return
+	}
 	var n uint64
 	var err error
 	switch {
@@ -375,6 +402,12 @@ func (e *Endpoint) onPullDone(rv *ofi.Rendezvous, n uint64, err error) {
 		return
 	}
 	delete(e.pulls, p)
+	if p.stage != nil {
+		if err == nil {
+			n, err = scatterKinds(p.r.bufs(), p.r.kinds[:p.r.n], p.stage[:n])
+		}
+		e.stage.put(p.stage)
+	}
 	e.complete(p.r, p.src, p.size, n, p.hdr, p.kind, kindNet, err)
 }
 
@@ -497,6 +530,7 @@ func (e *Endpoint) onSendDone(id uint64, err error) {
 		return
 	}
 	delete(e.sends, id)
+	e.stage.put(s.stage)
 	e.completeSend(s.ctx, s.flags, s.cq, err)
 }
 

@@ -27,9 +27,9 @@ func (b Buf) bytes() []byte {
 // own array makes an Op escape to the heap, one allocation per call.
 type Op struct {
 	IovBuf   [MaxIov]Buf
-	DescBuf  [MaxIov]unsafe.Pointer
-	N        int    // iov count
-	Addr     uint64 // destination, or source filter for receives
+	MRs      [MaxIov]*MR // the lnx MR of each descriptor, nil for none
+	N        int         // iov count
+	Addr     uint64      // destination, or source filter for receives
 	Tag      uint64
 	Ignore   uint64
 	Data     uint64

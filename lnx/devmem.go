@@ -1,0 +1,236 @@
+package lnx
+
+import (
+	"math/bits"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lnx-go/lnx-go/hmem"
+	"github.com/lnx-go/lnx-go/lnx/fi"
+)
+
+// Device memory on the data path. lnx never reads or writes device memory
+// with the CPU: a send from device memory is copied by the device runtime
+// into a host staging buffer, which the core then sends; a receive into
+// device memory lands in a staging buffer (or, for eager messages, comes
+// straight from the core's buffer) and the runtime copies it in. The cores
+// (our shm, Debian's 1.17 tcp;ofi_rxm) therefore only ever see host memory.
+
+// memKind is what one iov element is.
+type memKind struct {
+	iface  hmem.Iface
+	device int
+}
+
+func (k memKind) isDevice() bool { return k.iface.IsDevice() }
+
+// kindOf says what b is: the MR's word when the application passed a
+// descriptor, else (when a device runtime is loaded) the runtime's.
+func (e *Endpoint) kindOf(b Buf, mr *MR) memKind {
+	if mr != nil {
+		if mr.IsDevice() {
+			return memKind{mr.Iface, mr.Device}
+		}
+		return memKind{}
+	}
+	if !e.hmemOn || b.Len == 0 {
+		return memKind{}
+	}
+	i, d := hmem.Classify(uintptr(b.Ptr), hmem.Unknown)
+	return memKind{i, d}
+}
+
+// devKinds fills kinds for op's iov and reports whether any is device
+// memory. Without a runtime and without device MRs it costs a few loads.
+func (e *Endpoint) devKinds(op *Op, kinds *[MaxIov]memKind) bool {
+	any := false
+	for i := 0; i < op.N; i++ {
+		mr := op.MRs[i]
+		if mr == nil && !e.hmemOn {
+			continue
+		}
+		k := e.kindOf(op.IovBuf[i], mr)
+		kinds[i] = k
+		any = any || k.isDevice()
+	}
+	return any
+}
+
+// runtimeFor returns the runtime that moves memory of kind k.
+func runtimeFor(k memKind) (hmem.Runtime, error) {
+	rt, ok := hmem.Lookup(k.iface)
+	if !ok {
+		return nil, fi.Wrap(fi.ENOSYS, "no %v runtime for device memory", k.iface)
+	}
+	return rt, nil
+}
+
+// gather copies op's iov (host or device) into one host buffer.
+func gather(dst []byte, iov []Buf, kinds []memKind) error {
+	off := uint64(0)
+	for i, b := range iov {
+		if b.Len == 0 {
+			continue
+		}
+		d := dst[off : off+b.Len]
+		if kinds[i].isDevice() {
+			rt, err := runtimeFor(kinds[i])
+			if err != nil {
+				return err
+			}
+			if err := rt.CopyToHost(d, uintptr(b.Ptr)); err != nil {
+				return fi.Wrap(fi.EIO, "copy from device: %v", err)
+			}
+		} else {
+			copy(d, b.bytes())
+		}
+		off += b.Len
+	}
+	return nil
+}
+
+// scatterKinds copies src into iov (host or device) and returns the bytes
+// placed.
+func scatterKinds(iov []Buf, kinds []memKind, src []byte) (uint64, error) {
+	var n uint64
+	for i, b := range iov {
+		if len(src) == 0 {
+			break
+		}
+		c := min(uint64(len(src)), b.Len)
+		if c == 0 {
+			continue
+		}
+		if kinds[i].isDevice() {
+			rt, err := runtimeFor(kinds[i])
+			if err != nil {
+				return n, err
+			}
+			if err := rt.CopyFromHost(uintptr(b.Ptr), src[:c]); err != nil {
+				return n, fi.Wrap(fi.EIO, "copy to device: %v", err)
+			}
+		} else {
+			copy(b.bytes(), src[:c])
+		}
+		src = src[c:]
+		n += c
+	}
+	return n, nil
+}
+
+// stagingPool hands out host buffers outside the Go heap (mmap), so that a
+// network core may keep a pointer to one after the call that passed it
+// (cgo forbids that for Go memory) and a peer may read it by CMA. Buffers
+// come in power-of-two classes from 64 KiB; a few of each class are kept.
+type stagingPool struct {
+	free [stagingClasses][][]byte
+}
+
+const (
+	stagingMinShift = 16
+	stagingClasses  = 48 - stagingMinShift
+	stagingKeep     = 4
+)
+
+func stagingClass(n uint64) int {
+	if n <= 1<<stagingMinShift {
+		return 0
+	}
+	return bits.Len64(n-1) - stagingMinShift
+}
+
+// get returns a buffer of at least n bytes, sliced to n.
+func (p *stagingPool) get(n uint64) ([]byte, error) {
+	c := stagingClass(n)
+	if c >= stagingClasses {
+		return nil, fi.Wrap(fi.EMSGSIZE, "staging buffer of %d bytes", n)
+	}
+	if l := len(p.free[c]); l > 0 {
+		b := p.free[c][l-1]
+		p.free[c] = p.free[c][:l-1]
+		return b[:n], nil
+	}
+	b, err := unix.Mmap(-1, 0, 1<<(c+stagingMinShift), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, fi.Wrap(fi.ENOMEM, "staging buffer of %d bytes: %v", n, err)
+	}
+	return b[:n], nil
+}
+
+// put returns a buffer from get.
+func (p *stagingPool) put(b []byte) {
+	if b == nil {
+		return
+	}
+	b = b[:cap(b)]
+	c := stagingClass(uint64(len(b)))
+	if len(p.free[c]) < stagingKeep {
+		p.free[c] = append(p.free[c], b)
+		return
+	}
+	unix.Munmap(b)
+}
+
+// drain unmaps every kept buffer (endpoint close).
+func (p *stagingPool) drain() {
+	for c := range p.free {
+		for _, b := range p.free[c] {
+			unix.Munmap(b)
+		}
+		p.free[c] = nil
+	}
+}
+
+// deliverDevice is deliver for a receive with device buffers: eager data
+// goes straight from the core's buffer to the device; a large message is
+// pulled into a staging buffer first.
+func (e *Endpoint) deliverDevice(r *recvCtx, src, size uint64, hdr msgHdr, data []byte, rv rndv, kind uint64, core int) {
+	var n uint64
+	var err error
+	if rv.none() {
+		n, err = scatterKinds(r.bufs(), r.kinds[:r.n], data)
+		e.complete(r, src, size, n, hdr, kind, core, err)
+		return
+	}
+	var capacity uint64
+	for _, b := range r.bufs() {
+		capacity += b.Len
+	}
+	var st []byte
+	if st, err = e.stage.get(min(size, capacity)); err != nil {
+		e.discardRndv(rv)
+		e.complete(r, src, size, 0, hdr, kind, core, err)
+		return
+	}
+	if rv.shm != nil {
+		if n, err = e.shm.Pull(rv.shm, [][]byte{st}); err == nil {
+			n, err = scatterKinds(r.bufs(), r.kinds[:r.n], st[:n])
+		}
+		e.stage.put(st)
+		e.complete(r, src, size, n, hdr, kind, core, err)
+		return
+	}
+	pp := &pendingPull{r: r, src: src, size: size, hdr: hdr, kind: kind, stage: st}
+	rv.net.SetContext(pp)
+	if err = rv.t.Pull(rv.net, [][]byte{st}); err != nil {
+		e.stage.put(st)
+		e.complete(r, src, size, 0, hdr, kind, core, err)
+		return
+	}
+	e.pulls[pp] = struct{}{}
+	e.netBusy()
+}
+
+// discardRndv drops a large message that cannot be received.
+func (e *Endpoint) discardRndv(rv rndv) {
+	switch {
+	case rv.shm != nil:
+		e.shm.Discard(rv.shm)
+	case rv.net != nil:
+		rv.t.Discard(rv.net)
+	}
+}
+
+// hmemAvailable reports (once per process) whether a device runtime is
+// loaded; without one lnx never asks a runtime about a buffer.
+func hmemAvailable() bool { return hmem.Available() }
