@@ -40,8 +40,12 @@ func fillOp(op *lnx.Op, iov *C.struct_iovec, desc *unsafe.Pointer, count C.size_
 			return fi.Wrap(fi.EINVAL, "NULL buffer of length %d", v.iov_len)
 		}
 		op.IovBuf[i] = lnx.Buf{Ptr: v.iov_base, Len: uint64(v.iov_len)}
-		if ds != nil {
-			op.DescBuf[i] = ds[i]
+		if ds != nil && ds[i] != nil {
+			// lnx descriptors are MR handles (see lnx_new_mr); anything
+			// else is not ours and is ignored.
+			if m, ok := handles.get(uintptr(ds[i])).(*lnx.MR); ok {
+				op.MRs[i] = m
+			}
 		}
 	}
 	return nil

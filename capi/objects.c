@@ -170,14 +170,90 @@ static int domain_qatomic(struct fid_domain *d, enum fi_datatype dt, enum fi_op 
 static int domain_qcoll(struct fid_domain *d, enum fi_collective_op c,
 			struct fi_collective_attr *a, uint64_t f) { return -FI_EOPNOTSUPP; }
 
-static int mr_reg_nosys(struct fid *fid, const void *buf, size_t len, uint64_t access,
-			uint64_t offset, uint64_t requested_key, uint64_t flags,
-			struct fid_mr **mr, void *context) { return -FI_ENOSYS; }
-static int mr_regv_nosys(struct fid *fid, const struct iovec *iov, size_t count,
-			 uint64_t access, uint64_t offset, uint64_t requested_key,
-			 uint64_t flags, struct fid_mr **mr, void *context) { return -FI_ENOSYS; }
-static int mr_regattr_nosys(struct fid *fid, const struct fi_mr_attr *attr,
-			    uint64_t flags, struct fid_mr **mr) { return -FI_ENOSYS; }
+/* Memory registration: every variant becomes one fi_mr_attr for Go. The
+ * descriptor (fi_mr_desc) is the MR's Go handle, so the data path finds the
+ * MR without trusting a pointer the application hands back. */
+static int mr_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_mr, fid)); }
+
+static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	/* lnx never asks for FI_MR_ENDPOINT; binding is accepted for
+	 * applications that bind anyway. */
+	if (!bfid)
+		return -FI_EINVAL;
+	switch (bfid->fclass) {
+	case FI_CLASS_EP:
+	case FI_CLASS_CNTR:
+		return 0;
+	default:
+		return -FI_EINVAL;
+	}
+}
+
+static int mr_control(struct fid *fid, int command, void *arg)
+{
+	switch (command) {
+	case FI_ENABLE:
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+static struct fi_ops mr_fi_ops = {
+	.size = sizeof(struct fi_ops), .close = mr_close, .bind = mr_bind,
+	.control = mr_control, .ops_open = nosys_ops_open, .ops_set = nosys_ops_set,
+};
+
+static int domain_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+			     uint64_t flags, struct fid_mr **mr)
+{
+	struct lnx_domain *d = (struct lnx_domain *)(void *)fid;
+	lnx_handle h = 0;
+	uint64_t key = 0;
+	if (!attr || !mr)
+		return -FI_EINVAL;
+	struct lnx_mr *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -FI_ENOMEM;
+	int ret = lnx_go_mr_reg(d->h, (struct fi_mr_attr *)attr, flags, &h, &key);
+	if (ret) {
+		free(m);
+		return ret;
+	}
+	m->mr.fid.fclass = FI_CLASS_MR;
+	m->mr.fid.context = attr->context;
+	m->mr.fid.ops = &mr_fi_ops;
+	m->mr.mem_desc = (void *)h;
+	m->mr.key = key;
+	m->h = h;
+	*mr = &m->mr;
+	return 0;
+}
+
+static int domain_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+			  uint64_t access, uint64_t offset, uint64_t requested_key,
+			  uint64_t flags, struct fid_mr **mr, void *context)
+{
+	struct fi_mr_attr attr;
+	memset(&attr, 0, sizeof(attr));
+	attr.mr_iov = iov;
+	attr.iov_count = count;
+	attr.access = access;
+	attr.offset = offset;
+	attr.requested_key = requested_key;
+	attr.context = context;
+	attr.iface = FI_HMEM_SYSTEM;
+	return domain_mr_regattr(fid, &attr, flags, mr);
+}
+
+static int domain_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
+			 uint64_t offset, uint64_t requested_key, uint64_t flags,
+			 struct fid_mr **mr, void *context)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	return domain_mr_regv(fid, &iov, 1, access, offset, requested_key, flags, mr, context);
+}
 
 static struct fi_ops domain_fi_ops = {
 	.size = sizeof(struct fi_ops), .close = domain_close, .bind = nosys_bind,
@@ -191,8 +267,8 @@ static struct fi_ops_domain domain_ops = {
 	.endpoint2 = domain_endpoint2,
 };
 static struct fi_ops_mr domain_mr_ops = {
-	.size = sizeof(struct fi_ops_mr), .reg = mr_reg_nosys, .regv = mr_regv_nosys,
-	.regattr = mr_regattr_nosys,
+	.size = sizeof(struct fi_ops_mr), .reg = domain_mr_reg, .regv = domain_mr_regv,
+	.regattr = domain_mr_regattr,
 };
 
 struct fid_domain *lnx_new_domain(lnx_handle h, struct fid_fabric *fabric, void *context)
