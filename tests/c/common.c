@@ -171,6 +171,8 @@ void lnx_open(struct lnx *l, const struct lnx_opts *o)
 	l->hints = lnx_hints();
 	if (o->caps)
 		l->hints->caps = o->caps;
+	if (o->mr_mode)
+		l->hints->domain_attr->mr_mode = o->mr_mode;
 	if (o->domain)
 		l->hints->domain_attr->name = strdup(o->domain);
 	l->hints->domain_attr->av_type = o->av_type ? o->av_type : FI_AV_TABLE;
@@ -739,6 +741,7 @@ int run_subtests(int argc, char **argv, const struct subtest *t, size_t n)
 		if (!selected(t[i].name))
 			continue;
 		o.caps = t[i].opt_caps;
+		o.mr_mode = t[i].mr_mode;
 		o.counters = t[i].counters;
 		int r;
 		if (t[i].nranks > 2) {

@@ -129,6 +129,7 @@ struct lnx_opts {
 	enum fi_av_type av_type;   /* 0 = FI_AV_TABLE */
 	enum fi_cq_format cq_format; /* 0 = FI_CQ_FORMAT_TAGGED */
 	uint64_t caps;		   /* 0 = default lnx_hints() caps */
+	int mr_mode;		   /* 0 = default lnx_hints() mr_mode */
 	int counters;		   /* open and bind a send and a recv counter */
 	int distinct_nodes;	   /* harness: give each rank its own FI_LNX_NODE_ID
 				      so lnx treats peers as remote (network core) */
@@ -257,6 +258,7 @@ struct subtest {
 	role_fn a, b;
 	int nranks;	     /* 0 = 2 (a, b); 3 = a, b, b for ranks 0, 1, 2 */
 	uint64_t opt_caps;   /* non-zero: override hints caps */
+	int mr_mode;	     /* non-zero: override hints mr_mode */
 	int counters;	     /* bind counters */
 };
 
