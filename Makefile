@@ -51,7 +51,13 @@ test: gotest ctest fuzz
 BENCH := build/bench/fi_bench
 $(BENCH): tests/bench/fi_bench.c
 	@mkdir -p build/bench
-	$(CC) -O2 -Wall -o $@ $< $$(pkg-config --cflags --libs libfabric)
+	$(CC) -O2 -Wall -o $@ $< $$(pkg-config --cflags --libs libfabric) -ldl
+
+# The emulated device (no GPU here): device rows of the benchmark.
+EMU := build/bench/libemu.so
+$(EMU): hmem/emu/emu.c
+	@mkdir -p build/bench
+	$(CC) -O2 -shared -fPIC -o $@ $<
 
 # Main job: lnx over its default links (shm for this same-node pair) beside
 # libfabric's own shm, small sizes.
@@ -61,10 +67,21 @@ pingpong: lib $(BENCH)
 # Full benchmark: every size, lnx (links shm) beside shm alone; then the
 # inter-node rows: lnx with links shm+tcp;ofi_rxm and the two processes on
 # different simulated nodes (so tcp carries it) beside tcp;ofi_rxm alone.
-bench: lib $(BENCH)
+bench: lib $(BENCH) $(EMU)
 	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH) -r 5 shm=shm lnx=lnx@shm
 	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH) -r 3 -s 1,64,4096,65536,1048576 \
 		'tcp=tcp;ofi_rxm' 'lnx=lnx@shm+tcp;ofi_rxm:lo#bench'
+	@echo '# registration: Open MPI 5.0.6 registers and closes an MR per message (regmsg);'
+	@echo '# lnx with its core-registration cache, without it, and tcp;ofi_rxm alone.'
+	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH) -r 3 -s 64,65536,1048576 \
+		'tcp=tcp;ofi_rxm' 'tcp_reg=tcp;ofi_rxm%regmsg' \
+		'lnx=lnx@shm+tcp;ofi_rxm:lo#bench' 'lnx_reg=lnx@shm+tcp;ofi_rxm:lo#bench%regmsg' \
+		'lnx_reg_nocache=lnx@shm+tcp;ofi_rxm:lo#bench%regmsg^FI_LNX_MR_CACHE_MAX=0'
+	@echo '# device memory on the emulated device (staged through host buffers), beside host memory'
+	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo FI_LNX_CUDA_LIB=$(CURDIR)/$(EMU) \
+		$(BENCH) -r 3 -s 64,65536,1048576,4194304 \
+		'lnx=lnx@shm' 'lnx_dev=lnx@shm%dev' 'lnx_devreg=lnx@shm%devregmsg' \
+		'lnx_tcp=lnx@shm+tcp;ofi_rxm:lo#bench' 'lnx_tcp_dev=lnx@shm+tcp;ofi_rxm:lo#bench%dev'
 
 clean:
 	rm -rf build/lib build/ctest build/bench

@@ -3,7 +3,16 @@
  * libfabric provider, several providers side by side in one invocation.
  *
  *   fi_bench [-r rounds] [-n iters] [-s size,size,...] [-q] CASE...
- *   CASE = label=prov[@links][#nodeid]   e.g. lnx=lnx@shm  shm=shm
+ *   CASE = label=prov[@links][#nodeid][%mode][^VAR=value]
+ *          e.g. lnx=lnx@shm  shm=shm  lnxdev=lnx@shm%dev
+ *
+ * Modes: "host" (default: one buffer, registered once if the provider
+ * wants FI_MR_LOCAL), "regmsg" (Open MPI 5.0.6's accelerator pattern on
+ * host memory: every send and receive registers its buffer and closes the
+ * MR at completion), "dev" (the buffer is device memory of the CUDA library
+ * $FI_LNX_CUDA_LIB, e.g. the emulated device, registered once with
+ * FI_HMEM_CUDA), "devregmsg" (both). "^VAR=value" sets one environment
+ * variable for the case's processes.
  *
  * For each round, each case runs in a fresh pair of processes (forked from
  * this launcher, which never initialises libfabric itself), so every case
@@ -27,6 +36,7 @@
 #include <rdma/fi_tagged.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
+#include <dlfcn.h>
 
 #define MAX_SIZES 32
 #define MAX_CASES 8
@@ -35,7 +45,7 @@
 #define TAG_DATA 0x1234
 #define TAG_ACK 0x99
 
-struct bcase { char label[32]; char prov[64]; char links[256]; char node[64]; };
+struct bcase { char label[32]; char prov[64]; char links[256]; char node[64]; char mode[16]; char env[128]; };
 
 struct result { double lat_us[MAX_SIZES]; double bw_mbs[MAX_SIZES]; };
 
@@ -59,7 +69,64 @@ struct ctx {
 	void *desc;
 	struct fid_mr *mr;
 	struct fi_context2 ctx[WINDOW + 1];
+	int dev, regmsg;
+	struct fid_mr *slot_mr[WINDOW + 1]; /* regmsg: per-operation MRs */
 };
+
+/* Device memory through the CUDA driver API of $FI_LNX_CUDA_LIB. */
+static void *dev_alloc(size_t n)
+{
+	const char *path = getenv("FI_LNX_CUDA_LIB");
+	void *lib = path ? dlopen(path, RTLD_NOW | RTLD_GLOBAL) : NULL;
+	if (!lib) {
+		fprintf(stderr, "fi_bench: mode dev needs FI_LNX_CUDA_LIB (%s)\n", dlerror());
+		_exit(7);
+	}
+	int (*init)(unsigned) = dlsym(lib, "cuInit");
+	int (*get)(int *, int) = dlsym(lib, "cuDeviceGet");
+	int (*retain)(void **, int) = dlsym(lib, "cuDevicePrimaryCtxRetain");
+	int (*setcur)(void *) = dlsym(lib, "cuCtxSetCurrent");
+	int (*alloc)(uintptr_t *, size_t) = dlsym(lib, "cuMemAlloc_v2");
+	int d;
+	void *ctx;
+	uintptr_t p = 0;
+	if (!init || !get || !retain || !setcur || !alloc || init(0) || get(&d, 0) || retain(&ctx, d) ||
+	    setcur(ctx) || alloc(&p, n)) {
+		fprintf(stderr, "fi_bench: no CUDA device in %s\n", path);
+		_exit(7);
+	}
+	return (void *)p;
+}
+
+static struct fid_mr *reg(struct ctx *c, size_t len)
+{
+	struct iovec iov = { .iov_base = c->buf, .iov_len = len };
+	struct fi_mr_attr attr = { .mr_iov = &iov, .iov_count = 1, .access = FI_SEND | FI_RECV,
+				   .iface = c->dev ? FI_HMEM_CUDA : FI_HMEM_SYSTEM };
+	struct fid_mr *mr;
+	CHK(fi_mr_regattr(c->dom, &attr, 0, &mr));
+	return mr;
+}
+
+/* regmsg: an operation's MR is closed once its completion is read. */
+static void *op_desc(struct ctx *c, size_t len, int slot)
+{
+	if (!c->regmsg)
+		return c->desc;
+	c->slot_mr[slot] = reg(c, len);
+	return fi_mr_desc(c->slot_mr[slot]);
+}
+
+static void release_mrs(struct ctx *c)
+{
+	if (!c->regmsg)
+		return;
+	for (int i = 0; i <= WINDOW; i++)
+		if (c->slot_mr[i]) {
+			fi_close(&c->slot_mr[i]->fid);
+			c->slot_mr[i] = NULL;
+		}
+}
 
 static double now_us(void)
 {
@@ -91,12 +158,14 @@ static void wait_n(struct ctx *c, int n)
 			_exit(4);
 		}
 	}
+	release_mrs(c);
 }
 
 static void post_recv(struct ctx *c, size_t len, uint64_t tag, int slot)
 {
 	ssize_t r;
-	while ((r = fi_trecv(c->ep, c->buf, len, c->desc, c->peer, tag, 0, &c->ctx[slot])) == -FI_EAGAIN)
+	void *desc = op_desc(c, len, slot);
+	while ((r = fi_trecv(c->ep, c->buf, len, desc, c->peer, tag, 0, &c->ctx[slot])) == -FI_EAGAIN)
 		fi_cq_read(c->cq, NULL, 0);
 	CHK(r);
 }
@@ -104,7 +173,8 @@ static void post_recv(struct ctx *c, size_t len, uint64_t tag, int slot)
 static void post_send(struct ctx *c, size_t len, uint64_t tag, int slot)
 {
 	ssize_t r;
-	while ((r = fi_tsend(c->ep, c->buf, len, c->desc, c->peer, tag, &c->ctx[slot])) == -FI_EAGAIN)
+	void *desc = op_desc(c, len, slot);
+	while ((r = fi_tsend(c->ep, c->buf, len, desc, c->peer, tag, &c->ctx[slot])) == -FI_EAGAIN)
 		fi_cq_read(c->cq, NULL, 0);
 	CHK(r);
 }
@@ -112,10 +182,13 @@ static void post_send(struct ctx *c, size_t len, uint64_t tag, int slot)
 static void setup(struct ctx *c, const struct bcase *bc, size_t maxsize, int rfd, int wfd)
 {
 	struct fi_info *hints = fi_allocinfo();
-	hints->caps = FI_TAGGED | FI_MSG;
+	c->dev = strstr(bc->mode, "dev") != NULL;
+	c->regmsg = strstr(bc->mode, "regmsg") != NULL;
+	hints->caps = FI_TAGGED | FI_MSG | (c->dev ? FI_HMEM : 0);
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	hints->ep_attr->type = FI_EP_RDM;
-	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |
+				      (c->dev ? FI_MR_HMEM : 0);
 	hints->domain_attr->av_type = FI_AV_TABLE;
 	hints->fabric_attr->prov_name = strdup(bc->prov);
 	CHK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &c->info));
@@ -131,10 +204,14 @@ static void setup(struct ctx *c, const struct bcase *bc, size_t maxsize, int rfd
 	CHK(fi_ep_bind(c->ep, &c->cq->fid, FI_TRANSMIT | FI_RECV));
 	CHK(fi_enable(c->ep));
 
-	c->buf = aligned_alloc(4096, (maxsize + 4095) & ~(size_t)4095);
-	memset(c->buf, 0xa5, maxsize);
-	if (c->info->domain_attr->mr_mode & FI_MR_LOCAL) {
-		CHK(fi_mr_reg(c->dom, c->buf, maxsize, FI_SEND | FI_RECV, 0, 0, 0, &c->mr, NULL));
+	if (c->dev) {
+		c->buf = dev_alloc(maxsize);
+	} else {
+		c->buf = aligned_alloc(4096, (maxsize + 4095) & ~(size_t)4095);
+		memset(c->buf, 0xa5, maxsize);
+	}
+	if (!c->regmsg && (c->dev || c->info->domain_attr->mr_mode & FI_MR_LOCAL)) {
+		c->mr = reg(c, maxsize);
 		c->desc = fi_mr_desc(c->mr);
 	}
 
@@ -164,7 +241,8 @@ static void teardown(struct ctx *c)
 	fi_close(&c->dom->fid);
 	fi_close(&c->fab->fid);
 	fi_freeinfo(c->info);
-	free(c->buf);
+	if (!c->dev)
+		free(c->buf);
 }
 
 /* One process of a pair; rank 0 measures and writes its result to resfd. */
@@ -177,6 +255,8 @@ static void run_rank(int rank, const struct bcase *bc, int rfd, int wfd, int res
 			maxsize = sizes[i];
 	if (bc->links[0])
 		setenv("FI_LNX_PROV_LINKS", bc->links, 1);
+	if (bc->env[0])
+		putenv(strdup(bc->env));
 	if (bc->node[0]) {
 		char id[96];
 		snprintf(id, sizeof(id), "%s-%d", bc->node, rank);
@@ -311,6 +391,10 @@ int main(int argc, char **argv)
 		char *eq = strchr(spec, '=');
 		char *prov = eq ? eq + 1 : spec;
 		snprintf(bc->label, sizeof(bc->label), "%.*s", eq ? (int)(eq - spec) : (int)strlen(spec), spec);
+		char *caret = strchr(prov, '^');
+		if (caret) { *caret = 0; snprintf(bc->env, sizeof(bc->env), "%s", caret + 1); }
+		char *pct = strchr(prov, '%');
+		if (pct) { *pct = 0; snprintf(bc->mode, sizeof(bc->mode), "%s", pct + 1); }
 		char *hash = strchr(prov, '#');
 		if (hash) { *hash = 0; snprintf(bc->node, sizeof(bc->node), "%s", hash + 1); }
 		char *at = strchr(prov, '@');
