@@ -43,6 +43,7 @@ FUZZTIME ?= 8s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./lnx/links
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAddr$$' -fuzztime $(FUZZTIME) ./lnx
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeIPC$$' -fuzztime $(FUZZTIME) ./lnx
 	$(GO) test -run '^$$' -fuzz '^FuzzRecord$$' -fuzztime $(FUZZTIME) ./shm
 	$(GO) test -run '^$$' -fuzz '^FuzzQueue$$' -fuzztime $(FUZZTIME) ./peers
 

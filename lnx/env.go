@@ -56,3 +56,12 @@ func envSize(name string, def uint64) uint64 {
 	}
 	return n * mult
 }
+
+// envOff reports whether a variable that defaults to on is turned off.
+func envOff(name string) bool {
+	switch strings.ToLower(strings.TrimSpace(Getenv(name))) {
+	case "0", "n", "no", "off", "false":
+		return true
+	}
+	return false
+}

@@ -64,8 +64,13 @@ type Endpoint struct {
 	freeRecvs []*recvCtx
 	probe     peers.Msg
 
-	hmemOn bool        // a device runtime is loaded: classify undescribed buffers
-	stage  stagingPool // host buffers for device-memory transfers
+	hmemOn   bool        // a device runtime is loaded: classify undescribed buffers
+	stage    stagingPool // host buffers for device-memory transfers
+	ipcOn    bool        // device sends over shm may go by IPC handle
+	acks     []pendingAck
+	ipcSends int // IPC sends awaiting their ack
+	ipcTick  int
+	ipcMaps  ipcCache // peers' allocations mapped here
 }
 
 // defaultUnexpMax bounds buffered unexpected payload per endpoint.
@@ -88,6 +93,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	}
 	e.arriveFn, e.sendDone, e.pullDone = e.onArrival, e.onSendDone, e.onPullDone
 	e.hmemOn = hmemAvailable()
+	e.ipcOn = e.hmemOn && !envOff(EnvHmemIPC)
 	if d.Link.Group.HasShm() {
 		se, err := shm.Open(shm.Config{})
 		if err != nil {
@@ -247,6 +253,7 @@ func (e *Endpoint) Close() error {
 	}
 	e.sends, e.pulls = nil, nil
 	e.stage.drain()
+	e.ipcMaps.closeAll()
 	if e.av != nil {
 		e.av.mu.Lock()
 		e.av.eps--

@@ -15,6 +15,8 @@ import (
 const (
 	hdrTagged uint32 = 1 << 0
 	hdrData   uint32 = 1 << 1
+	hdrIPC    uint32 = 1 << 2 // payload is an ipcDesc, not the data
+	hdrAck    uint32 = 1 << 3 // acknowledges an IPC send; not a message
 )
 
 const fiSelective = bindSelective
@@ -74,8 +76,9 @@ type sendCtx struct {
 	ctx   unsafe.Pointer
 	flags uint64
 	len   uint64
-	cq    bool   // write a CQ entry
-	stage []byte // host copy of a device buffer, released at completion
+	cq    bool      // write a CQ entry
+	stage []byte    // host copy of a device buffer, released at completion
+	ipc   *shm.Peer // IPC send: the receiver, watched until it acknowledges
 }
 
 func (e *Endpoint) queue(tagged bool) *peers.Queue {
@@ -129,7 +132,17 @@ func (e *Endpoint) Send(op *Op) error {
 	niov := op.N
 	var stage []byte
 	var kinds [MaxIov]memKind
-	if e.devKinds(op, &kinds) {
+	e.nextSend++
+	id := e.nextSend
+	dev := e.devKinds(op, &kinds)
+	var ipc bool
+	if dev {
+		if iovs[0], ipc = e.ipcDescFor(rt, op, kinds[0], size, id); ipc {
+			hdr.Flags |= hdrIPC
+			niov = 1
+		}
+	}
+	if dev && !ipc {
 		// Device memory: the runtime copies it to host memory first.
 		if stage, err = e.stage.get(size); err != nil {
 			return err
@@ -139,13 +152,11 @@ func (e *Endpoint) Send(op *Op) error {
 			return err
 		}
 		iovs[0], niov = stage, 1
-	} else {
+	} else if !ipc {
 		for i, b := range op.Iov() {
 			iovs[i] = b.bytes()
 		}
 	}
-	e.nextSend++
-	id := e.nextSend
 	var done bool
 	var again bool
 	if rt.shm != nil {
@@ -158,6 +169,9 @@ func (e *Endpoint) Send(op *Op) error {
 	}
 	if err != nil || done {
 		e.stage.put(stage)
+	}
+	if ipc && err == nil {
+		done = false // completes when the receiver acknowledges
 	}
 	if again {
 		e.progressLocked()
@@ -175,7 +189,12 @@ func (e *Endpoint) Send(op *Op) error {
 		e.completeSend(op.Ctx, cflags, wantCQ, nil)
 		return nil
 	}
-	e.sends[id] = &sendCtx{ctx: op.Ctx, flags: cflags, len: size, cq: wantCQ, stage: stage}
+	s := &sendCtx{ctx: op.Ctx, flags: cflags, len: size, cq: wantCQ, stage: stage}
+	if ipc {
+		s.ipc = rt.shm
+		e.ipcSends++
+	}
+	e.sends[id] = s
 	return nil
 }
 
@@ -349,6 +368,11 @@ func (e *Endpoint) discard(m *peers.Msg) {
 		err = e.shm.Discard(u.rv.shm)
 	case u.rv.net != nil:
 		err = u.rv.t.Discard(u.rv.net)
+	case u.hdr.Flags&hdrIPC != 0:
+		// The sender waits for an acknowledgement to release its buffer.
+		if d, derr := decodeIPC(u.data); derr == nil {
+			e.sendAck(d.srcID, d.cookie, nil)
+		}
 	}
 	if err != nil {
 		logging.Warnf(logging.EPData, "discarding a large message: %v", err)
@@ -366,6 +390,10 @@ func (e *Endpoint) deliverUnexpected(r *recvCtx, m *peers.Msg, kind uint64) {
 // deliver copies a message into a posted receive and completes it; a large
 // message on a network core completes later, in onPullDone.
 func (e *Endpoint) deliver(r *recvCtx, src, size uint64, hdr msgHdr, data []byte, rv rndv, kind uint64, core int) {
+	if hdr.Flags&hdrIPC != 0 {
+		e.deliverIPC(r, src, size, hdr, data, kind, core)
+		return
+	}
 	if r.dev {
 		e.deliverDevice(r, src, size, hdr, data, rv, kind, core)
 		return
@@ -484,6 +512,12 @@ func (e *Endpoint) progressLocked() {
 	}
 	if e.shm != nil {
 		e.shm.Poll(e.arriveFn, e.sendDone)
+		if len(e.acks) > 0 {
+			e.flushAcks()
+		}
+		if e.ipcSends > 0 {
+			e.checkIPCPeers()
+		}
 	}
 	if len(e.nets) == 0 {
 		return
@@ -557,6 +591,18 @@ func (e *Endpoint) netArrival(t *ofi.Transport) func(*ofi.Arrival) bool {
 // arrive matches one message from any core: the same queues whatever the
 // core, so any-source receives see arrivals from all of them in order.
 func (e *Endpoint) arrive(src uint64, hdr msgHdr, size uint64, eager []byte, rv rndv, core int) bool {
+	if hdr.Flags&(hdrIPC|hdrAck) != 0 {
+		if hdr.Flags&hdrAck != 0 {
+			e.onAck(hdr)
+			return true
+		}
+		d, err := decodeIPC(eager)
+		if err != nil {
+			logging.Warnf(logging.EPData, "dropping a message from %d: %v", src, err)
+			return true
+		}
+		size = d.size
+	}
 	tagged := hdr.Flags&hdrTagged != 0
 	q := e.queue(tagged)
 	kind := opKindFlags(tagged)

@@ -627,3 +627,10 @@ func (e *Endpoint) SourceAddr(src uint64) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("%w: no ring claimed by %016x", ErrPeerGone, src)
 }
+
+// PID returns the peer's process id.
+func (p *Peer) PID() int { return p.pid }
+
+// Alive reports whether the peer's process may still be running; it costs
+// a system call, so callers rate-limit it.
+func (p *Peer) Alive() bool { return !p.dead && p.proc.alive() }

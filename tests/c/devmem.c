@@ -127,6 +127,12 @@ void dev_expect(const void *dev, size_t n, uint64_t seed, const char *what)
 	free(h);
 }
 
+long dev_ipc_maps(void)
+{
+	long (*counter)(const char *) = sym("emu_counter");
+	return counter("ipc_maps");
+}
+
 int dev_reg(struct fid_domain *dom, void *buf, size_t n, struct fid_mr **mr)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = n };

@@ -26,5 +26,7 @@ void dev_expect(const void *dev, size_t n, uint64_t seed, const char *what);
 /* Registers device memory as Open MPI 5.0.6 does: one iov, FI_SEND|FI_RECV,
  * requested_key 0, the runtime's iface, device 0. */
 int dev_reg(struct fid_domain *dom, void *buf, size_t n, struct fid_mr **mr);
+/* The emulated device's count of IPC mappings open in this process. */
+long dev_ipc_maps(void);
 
 #endif

@@ -146,6 +146,13 @@ static void receiver(struct peer *p, const struct xfer *x)
 		else
 			EXPECT_PATTERN(buf[i], sizes[i], SEED(i));
 	}
+	/* $LNX_TEST_EXPECT_IPC: large device sends over shm must (1) or must
+	 * not (0) have come by IPC handle; lnx keeps the mappings cached. */
+	const char *ipc = getenv("LNX_TEST_EXPECT_IPC");
+	if (ipc && x->send.kind == DEV) {
+		long maps = dev_ipc_maps();
+		EXPECT(atoi(ipc) ? maps > 0 : maps == 0, "%ld IPC mappings open, LNX_TEST_EXPECT_IPC=%s", maps, ipc);
+	}
 	for (size_t i = 0; i < NSIZES; i++) {
 		if (mr[i])
 			CHECK(fi_close(&mr[i]->fid));
