@@ -77,7 +77,8 @@ bench: lib $(BENCH) $(EMU)
 	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH) -r 3 -s 64,65536,1048576 \
 		'tcp=tcp;ofi_rxm' 'tcp_reg=tcp;ofi_rxm%regmsg' \
 		'lnx=lnx@shm+tcp;ofi_rxm:lo#bench' 'lnx_reg=lnx@shm+tcp;ofi_rxm:lo#bench%regmsg' \
-		'lnx_reg_nocache=lnx@shm+tcp;ofi_rxm:lo#bench%regmsg^FI_LNX_MR_CACHE_MAX=0'
+		'lnx_reg_nocache=lnx@shm+tcp;ofi_rxm:lo#bench%regmsg^FI_LNX_MR_CACHE_MAX=0' \
+		'lnx_local=lnx@shm+tcp;ofi_rxm:lo' 'lnx_local_reg=lnx@shm+tcp;ofi_rxm:lo%regmsg'
 	@echo '# device memory on the emulated device (staged through host buffers), beside host memory'
 	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo FI_LNX_CUDA_LIB=$(CURDIR)/$(EMU) \
 		$(BENCH) -r 3 -s 64,65536,1048576,4194304 \

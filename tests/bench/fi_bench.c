@@ -101,8 +101,13 @@ static void *dev_alloc(size_t n)
 static struct fid_mr *reg(struct ctx *c, size_t len)
 {
 	struct iovec iov = { .iov_base = c->buf, .iov_len = len };
+	/* Open MPI's requested_key is 0; a core that picks no keys itself
+	 * (tcp;ofi_rxm on 1.17) rejects a second live key 0 with FI_ENOKEY, so
+	 * there each registration asks for a fresh key, as btl/ofi does. */
+	static uint64_t next_key;
+	uint64_t key = c->info->domain_attr->mr_mode & FI_MR_PROV_KEY ? 0 : ++next_key;
 	struct fi_mr_attr attr = { .mr_iov = &iov, .iov_count = 1, .access = FI_SEND | FI_RECV,
-				   .iface = c->dev ? FI_HMEM_CUDA : FI_HMEM_SYSTEM };
+				   .requested_key = key, .iface = c->dev ? FI_HMEM_CUDA : FI_HMEM_SYSTEM };
 	struct fid_mr *mr;
 	CHK(fi_mr_regattr(c->dom, &attr, 0, &mr));
 	return mr;
