@@ -49,7 +49,7 @@ func lnx_go_init() {
 func lnx_go_getinfo(version C.uint32_t, node, service *C.char, flags C.uint64_t,
 	hints *C.struct_fi_info, info **C.struct_fi_info) (ret C.int) {
 	defer recoverTo(&ret, "getinfo")
-	*info = nil
+	storeCPtr((*unsafe.Pointer)(unsafe.Pointer(info)), nil)
 	if node != nil || service != nil {
 		// lnx addresses are opaque blobs exchanged out of band; there is
 		// no node/service to resolve.
@@ -74,7 +74,7 @@ func lnx_go_getinfo(version C.uint32_t, node, service *C.char, flags C.uint64_t,
 		}
 		list = append(list, p)
 	}
-	*info = (*C.struct_fi_info)(ofi.LinkInfos(list))
+	storeCPtr((*unsafe.Pointer)(unsafe.Pointer(info)), ofi.LinkInfos(list))
 	return 0
 }
 

@@ -18,18 +18,22 @@ func writeEntry(buf unsafe.Pointer, i int, format int, c *lnx.Completion) {
 	switch format {
 	case fi.CQ_FORMAT_CONTEXT:
 		e := &unsafe.Slice((*C.struct_fi_cq_entry)(buf), i+1)[i]
-		e.op_context = c.Ctx
+		storeCPtr(&e.op_context, c.Ctx)
 	case fi.CQ_FORMAT_MSG:
 		e := &unsafe.Slice((*C.struct_fi_cq_msg_entry)(buf), i+1)[i]
-		e.op_context, e.flags, e.len = c.Ctx, C.uint64_t(c.Flags), C.size_t(c.Len)
+		storeCPtr(&e.op_context, c.Ctx)
+		e.flags, e.len = C.uint64_t(c.Flags), C.size_t(c.Len)
 	case fi.CQ_FORMAT_DATA:
 		e := &unsafe.Slice((*C.struct_fi_cq_data_entry)(buf), i+1)[i]
-		e.op_context, e.flags, e.len = c.Ctx, C.uint64_t(c.Flags), C.size_t(c.Len)
-		e.buf, e.data = c.Buf, C.uint64_t(c.Data)
+		storeCPtr(&e.op_context, c.Ctx)
+		storeCPtr(&e.buf, c.Buf)
+		e.flags, e.len, e.data = C.uint64_t(c.Flags), C.size_t(c.Len), C.uint64_t(c.Data)
 	default:
 		e := &unsafe.Slice((*C.struct_fi_cq_tagged_entry)(buf), i+1)[i]
-		e.op_context, e.flags, e.len = c.Ctx, C.uint64_t(c.Flags), C.size_t(c.Len)
-		e.buf, e.data, e.tag = c.Buf, C.uint64_t(c.Data), C.uint64_t(c.Tag)
+		storeCPtr(&e.op_context, c.Ctx)
+		storeCPtr(&e.buf, c.Buf)
+		e.flags, e.len = C.uint64_t(c.Flags), C.size_t(c.Len)
+		e.data, e.tag = C.uint64_t(c.Data), C.uint64_t(c.Tag)
 	}
 }
 
@@ -80,8 +84,10 @@ func lnx_go_cq_readerr(ch C.lnx_handle, buf *C.struct_fi_cq_err_entry, flags C.u
 	}
 	// err_data is provider memory the caller may offer space for; lnx has
 	// none to give, so report none.
-	buf.op_context, buf.flags, buf.len = c.Ctx, C.uint64_t(c.Flags), C.size_t(c.Len)
-	buf.buf, buf.data, buf.tag = c.Buf, C.uint64_t(c.Data), C.uint64_t(c.Tag)
+	storeCPtr(&buf.op_context, c.Ctx)
+	storeCPtr(&buf.buf, c.Buf)
+	buf.flags, buf.len = C.uint64_t(c.Flags), C.size_t(c.Len)
+	buf.data, buf.tag = C.uint64_t(c.Data), C.uint64_t(c.Tag)
 	buf.olen, buf.err, buf.prov_errno = C.size_t(c.OLen), C.int(c.Err), C.int(c.ProvErr)
 	buf.err_data_size = 0
 	return 1

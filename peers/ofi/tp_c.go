@@ -307,7 +307,10 @@ func (k *core) cancel(op uint32, sub int) int {
 // setIOV points iov[i] of op at n bytes at p (C memory or pinned Go memory).
 func (k *core) setIOV(op uint32, i int, p unsafe.Pointer, n int) {
 	v := &k.ops[op].iov[i]
-	v.iov_base = p
+	// No write barrier: the slot's old value may be a Go pointer whose
+	// object was unpinned and freed since; a barrier would hand it to the
+	// GC, which aborts on pointers into freed heap.
+	*(*uintptr)(unsafe.Pointer(&v.iov_base)) = uintptr(p)
 	v.iov_len = C.size_t(n)
 }
 
