@@ -205,7 +205,7 @@ void progress_for(struct fid_cq *cq, int ms);
 
 /* ---- multi-process harness ------------------------------------------------ */
 
-#define MAX_RANKS 4
+#define MAX_RANKS 9
 #define PAIR_TIMEOUT_S 30
 
 struct peer {
