@@ -11,6 +11,13 @@
  *   ring_full:     we stream eager sends at a killed peer until its ring is
  *                  full; the send call must fail, not return -FI_EAGAIN
  *                  forever.
+ * With "device" (and the emulated device in FI_LNX_CUDA_LIB), the same
+ * for device memory, whose large messages go by IPC handle over shm:
+ *   dev_receiver_dies: our 1 MiB device send waits for an acknowledgement
+ *                  that a killed receiver never sends; it must fail.
+ *   dev_sender_dies: the peer's device send reached us, then the peer was
+ *                  killed; opening its IPC handle fails, and so must our
+ *                  receive (into device memory).
  * Each case then pings a fresh peer to show the survivor is intact.
  *
  * Peers are fresh executions of this program (fork + exec): a Go runtime,
@@ -20,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "common.h"
+#include "devmem.h"
 
 #define BIG (4u << 20)
 
@@ -40,7 +48,8 @@ static void xread(int fd, void *b, size_t n)
 	}
 }
 
-enum role { PEER_SEND_BIG, PEER_IDLE, PEER_ECHO };
+enum role { PEER_SEND_BIG, PEER_IDLE, PEER_ECHO, PEER_SEND_DEV };
+#define DEVBIG (1u << 20)
 
 /* The peer process: opens an endpoint, swaps names, does its role. */
 static void peer_main(enum role role, int rfd, int wfd)
@@ -64,6 +73,15 @@ static void peer_main(enum role role, int rfd, int wfd)
 		xwrite(wfd, &one, 1); /* posted: kill me now */
 		for (;;)
 			cq_progress(l.cq);
+	case PEER_SEND_DEV: {
+		dev_init();
+		void *d = dev_alloc(DEVBIG);
+		dev_fill(d, DEVBIG, 8);
+		POST(l.cq, fi_tsend(l.ep, d, DEVBIG, NULL, peer, 0x7a, &ctx));
+		xwrite(wfd, &one, 1);
+		for (;;)
+			cq_progress(l.cq);
+	}
 	case PEER_IDLE:
 		xwrite(wfd, &one, 1);
 		for (;;)
@@ -207,6 +225,51 @@ static void ring_full(struct lnx *l)
 	close(rfd);
 }
 
+static void dev_receiver_dies(struct lnx *l)
+{
+	fi_addr_t addr;
+	int rfd;
+	pid_t pid = spawn(l, PEER_IDLE, &addr, &rfd);
+	char one;
+	xread(rfd, &one, 1);
+	void *d = dev_alloc(DEVBIG);
+	struct fi_context2 ctx;
+	POST(l->cq, fi_tsend(l->ep, d, DEVBIG, NULL, addr, 0x7b, &ctx));
+	progress_for(l->cq, 20);
+	expect_no_completion(l->cq, 0, "device send before its receiver acknowledged");
+	reap(pid);
+	struct fi_cq_err_entry err;
+	uint64_t t0 = now_ms();
+	int r = wait_cq(l->cq, NULL, NULL, &err, WAIT_MS);
+	EXPECT(r < 0 && r != -FI_ETIMEDOUT, "device send to a killed receiver: wait_cq %d (want an error entry)", r);
+	EXPECT(err.op_context == &ctx, "error entry for another context");
+	note("dev_receiver_dies: error entry err=%d (%s) after %llu ms", err.err, fi_strerror(err.err),
+	     (unsigned long long)(now_ms() - t0));
+	dev_free(d);
+	close(rfd);
+}
+
+static void dev_sender_dies(struct lnx *l)
+{
+	fi_addr_t addr;
+	int rfd;
+	pid_t pid = spawn(l, PEER_SEND_DEV, &addr, &rfd);
+	char one;
+	xread(rfd, &one, 1);
+	progress_for(l->cq, 50);
+	reap(pid);
+	void *d = dev_alloc(DEVBIG);
+	struct fi_context2 ctx;
+	POST(l->cq, fi_trecv(l->ep, d, DEVBIG, NULL, addr, 0x7a, 0, &ctx));
+	struct fi_cq_err_entry err;
+	int r = wait_cq(l->cq, NULL, NULL, &err, WAIT_MS);
+	EXPECT(r < 0 && r != -FI_ETIMEDOUT, "device receive from a killed sender: wait_cq %d (want an error entry)", r);
+	EXPECT(err.op_context == &ctx, "error entry for another context");
+	note("dev_sender_dies: error entry err=%d (%s)", err.err, fi_strerror(err.err));
+	dev_free(d);
+	close(rfd);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "peer")) {
@@ -216,6 +279,19 @@ int main(int argc, char **argv)
 	struct lnx l;
 	struct lnx_opts o = { .links = LINK_SHM };
 	g_cq_print_errors = 0;
+	if (argc > 1 && !strcmp(argv[1], "device")) {
+		dev_init();
+		o.caps = FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE |
+			 FI_LOCAL_COMM | FI_REMOTE_COMM | FI_HMEM;
+		lnx_open(&l, &o);
+		dev_receiver_dies(&l);
+		ping_fresh_peer(&l);
+		dev_sender_dies(&l);
+		ping_fresh_peer(&l);
+		lnx_close(&l);
+		printf("fault_peer_death device: ok\n");
+		return 0;
+	}
 	lnx_open(&l, &o);
 	/* Peers that send their last message and exit at once, several in a
 	 * row: each one's message must arrive. */
