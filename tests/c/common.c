@@ -195,6 +195,7 @@ void lnx_open(struct lnx *l, const struct lnx_opts *o)
 	struct fi_cq_attr cq_attr = {
 		.format = o->cq_format ? o->cq_format : FI_CQ_FORMAT_TAGGED,
 		.wait_obj = FI_WAIT_NONE,
+		.size = o->cq_size,
 	};
 	CHECK(fi_cq_open(l->domain, &cq_attr, &l->cq, NULL));
 

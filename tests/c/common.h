@@ -130,6 +130,7 @@ struct lnx_opts {
 	enum fi_cq_format cq_format; /* 0 = FI_CQ_FORMAT_TAGGED */
 	uint64_t caps;		   /* 0 = default lnx_hints() caps */
 	int mr_mode;		   /* 0 = default lnx_hints() mr_mode */
+	size_t cq_size;		   /* 0 = the provider's default */
 	int counters;		   /* open and bind a send and a recv counter */
 	int distinct_nodes;	   /* harness: give each rank its own FI_LNX_NODE_ID
 				      so lnx treats peers as remote (network core) */
