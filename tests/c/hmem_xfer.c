@@ -62,6 +62,15 @@ static struct fid_mr *buf_reg(struct peer *p, int kind, void *buf, size_t n)
 	return mr;
 }
 
+static void release(int kind, void **buf, struct fid_mr **mr)
+{
+	for (size_t i = 0; i < NSIZES; i++) {
+		if (mr[i])
+			CHECK(fi_close(&mr[i]->fid));
+		buf_free(kind, buf[i]);
+	}
+}
+
 static void check_caps(struct peer *p)
 {
 	EXPECT(p->l.info->caps & FI_HMEM, "lnx does not report FI_HMEM with a %s device present", dev_api());
@@ -100,11 +109,7 @@ static void sender(struct peer *p, const struct xfer *x)
 		EXPECT(i < NSIZES && !done[i], "bad or repeated send context");
 		done[i] = 1;
 	}
-	for (size_t i = 0; i < NSIZES; i++) {
-		if (mr[i])
-			CHECK(fi_close(&mr[i]->fid));
-		buf_free(x->send.kind, buf[i]);
-	}
+	release(x->send.kind, buf, mr);
 }
 
 static void receiver(struct peer *p, const struct xfer *x)
@@ -153,11 +158,7 @@ static void receiver(struct peer *p, const struct xfer *x)
 		long maps = dev_ipc_maps();
 		EXPECT(atoi(ipc) ? maps > 0 : maps == 0, "%ld IPC mappings open, LNX_TEST_EXPECT_IPC=%s", maps, ipc);
 	}
-	for (size_t i = 0; i < NSIZES; i++) {
-		if (mr[i])
-			CHECK(fi_close(&mr[i]->fid));
-		buf_free(x->recv.kind, buf[i]);
-	}
+	release(x->recv.kind, buf, mr);
 }
 
 #define XFER(name, sk, sd, rk, rd, unexp)                                       \
