@@ -4,6 +4,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/lnx-go/lnx-go/lnx/logging"
 )
 
 // Getenv reads the process environment. capi replaces it with C getenv:
@@ -19,6 +22,7 @@ const (
 	EnvRailSelect  = "FI_LNX_MULTI_RAIL_SELECTION"
 	EnvNodeID      = "FI_LNX_NODE_ID"
 	EnvUnexpMax    = "FI_LNX_UNEXPECTED_MAX"
+	EnvPeerTimeout = "FI_LNX_PEER_TIMEOUT"
 	defaultNetwork = "tcp;ofi_rxm"
 )
 
@@ -33,6 +37,20 @@ func envBool(name string) bool {
 	}
 	n, err := strconv.Atoi(v)
 	return err == nil && n != 0
+}
+
+// envDuration reads a Go duration ("2s", "500ms"); def if unset or bad.
+func envDuration(name string, def time.Duration) time.Duration {
+	v := strings.TrimSpace(Getenv(name))
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		logging.Warnf(logging.Core, "%s=%q is not a positive duration; using %v", name, v, def)
+		return def
+	}
+	return d
 }
 
 // envSize reads a byte count (plain number, or with a k/m/g suffix).

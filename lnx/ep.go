@@ -105,7 +105,9 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 		logging.Warnf(logging.EPCtrl, "%s=%s is not supported; using PER_PEER", EnvRailSelect, sel)
 	}
 	for _, c := range d.cores {
-		t, err := c.dom.OpenTransport(ofi.Config{}) // on the domain lnx opened
+		// On the domain lnx opened. 1.17 rxm never reports a dead peer:
+		// the transport probes and gives up after the peer timeout.
+		t, err := c.dom.OpenTransport(ofi.Config{PeerTimeout: envDuration(EnvPeerTimeout, ofi.DefaultPeerTimeout)})
 		if err != nil {
 			e.closeCores()
 			return nil, err

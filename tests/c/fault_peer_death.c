@@ -18,11 +18,16 @@
  *   dev_sender_dies: the peer's device send reached us, then the peer was
  *                  killed; opening its IPC handle fails, and so must our
  *                  receive (into device memory).
+ * With "tcp", sender_dies and receiver_dies run between simulated nodes
+ * (distinct FI_LNX_NODE_ID), so the network core (tcp;ofi_rxm) carries the
+ * transfer; 1.17 rxm never reports a dead peer, so lnx's transport notices
+ * by probing within FI_LNX_PEER_TIMEOUT (2s in ctest).
  * Each case then pings a fresh peer to show the survivor is intact.
  *
  * Peers are fresh executions of this program (fork + exec): a Go runtime,
  * which the parent has once lnx is loaded, does not survive a plain fork.
  */
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,6 +53,9 @@ static void xread(int fd, void *b, size_t n)
 	}
 }
 
+/* "shm" or "tcp": which core carries the transfers (see main). */
+static const char *g_mode = "shm";
+
 enum role { PEER_SEND_BIG, PEER_IDLE, PEER_ECHO, PEER_SEND_DEV };
 #define DEVBIG (1u << 20)
 
@@ -56,6 +64,12 @@ static void peer_main(enum role role, int rfd, int wfd)
 {
 	struct lnx l;
 	struct lnx_opts o = { .links = LINK_SHM };
+	if (!strcmp(g_mode, "tcp")) {
+		char id[64];
+		snprintf(id, sizeof(id), "fault-peer-%d", (int)getpid());
+		setenv("FI_LNX_NODE_ID", id, 1);
+		o.links = LINK_TCP;
+	}
 	lnx_open(&l, &o);
 	xwrite(wfd, l.name, l.namelen);
 	uint8_t name[LNX_ADDRLEN];
@@ -82,10 +96,10 @@ static void peer_main(enum role role, int rfd, int wfd)
 		for (;;)
 			cq_progress(l.cq);
 	}
-	case PEER_IDLE:
+	case PEER_IDLE: /* progresses (a network core needs that to connect) but never receives */
 		xwrite(wfd, &one, 1);
 		for (;;)
-			pause();
+			cq_progress(l.cq);
 	case PEER_ECHO:
 		POST(l.cq, fi_trecv(l.ep, &one, 1, NULL, peer, 0x55, 0, &ctx));
 		wait_ok(l.cq, &e, NULL, "echo recv");
@@ -111,7 +125,7 @@ static pid_t spawn(struct lnx *l, enum role role, fi_addr_t *addr, int *rfd_out)
 		snprintf(r, sizeof(r), "%d", role);
 		snprintf(in, sizeof(in), "%d", down[0]);
 		snprintf(out, sizeof(out), "%d", up[1]);
-		execl("/proc/self/exe", "fault_peer_death", "peer", r, in, out, (char *)NULL);
+		execl("/proc/self/exe", "fault_peer_death", "peer", r, in, out, g_mode, (char *)NULL);
 		_exit(127);
 	}
 	close(up[1]);
@@ -122,6 +136,23 @@ static pid_t spawn(struct lnx *l, enum role role, fi_addr_t *addr, int *rfd_out)
 	CHECK_RC(fi_av_insert(l->av, name, 1, addr, 0, NULL), 1);
 	*rfd_out = up[0];
 	return pid;
+}
+
+/* Waits for the peer's one-byte signal while progressing our endpoint: a
+ * network core needs both sides to progress to connect. */
+static void wait_signal(struct lnx *l, int rfd)
+{
+	uint64_t deadline = now_ms() + WAIT_MS;
+	for (;;) {
+		struct pollfd pfd = { .fd = rfd, .events = POLLIN };
+		if (poll(&pfd, 1, 0) == 1)
+			break;
+		cq_progress(l->cq);
+		if (now_ms() > deadline)
+			FAIL("peer never signalled");
+	}
+	char one;
+	xread(rfd, &one, 1);
 }
 
 static void reap(pid_t pid)
@@ -154,8 +185,7 @@ static void sender_dies(struct lnx *l)
 	fi_addr_t addr;
 	int rfd;
 	pid_t pid = spawn(l, PEER_SEND_BIG, &addr, &rfd);
-	char one;
-	xread(rfd, &one, 1);
+	wait_signal(l, rfd);
 	/* Let the request reach our ring, then kill the sender before we
 	 * receive: its payload is gone with it. */
 	progress_for(l->cq, 50);
@@ -176,8 +206,7 @@ static void receiver_dies(struct lnx *l)
 	fi_addr_t addr;
 	int rfd;
 	pid_t pid = spawn(l, PEER_IDLE, &addr, &rfd);
-	char one;
-	xread(rfd, &one, 1);
+	wait_signal(l, rfd);
 	static char buf[BIG];
 	struct fi_context2 ctx;
 	POST(l->cq, fi_tsend(l->ep, buf, BIG, NULL, addr, 0x78, &ctx));
@@ -272,13 +301,27 @@ static void dev_sender_dies(struct lnx *l)
 
 int main(int argc, char **argv)
 {
-	if (argc == 5 && !strcmp(argv[1], "peer")) {
+	if (argc == 6 && !strcmp(argv[1], "peer")) {
 		alarm(60);
+		g_mode = argv[5];
 		peer_main((enum role)atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
 	}
 	struct lnx l;
 	struct lnx_opts o = { .links = LINK_SHM };
 	g_cq_print_errors = 0;
+	if (argc > 1 && !strcmp(argv[1], "tcp")) {
+		g_mode = "tcp";
+		setenv("FI_LNX_NODE_ID", "fault-main", 1);
+		o.links = LINK_TCP;
+		lnx_open(&l, &o);
+		sender_dies(&l);
+		ping_fresh_peer(&l);
+		receiver_dies(&l);
+		ping_fresh_peer(&l);
+		lnx_close(&l);
+		printf("fault_peer_death tcp: ok\n");
+		return 0;
+	}
 	if (argc > 1 && !strcmp(argv[1], "device")) {
 		dev_init();
 		o.caps = FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE |
