@@ -200,12 +200,8 @@ func (e *Endpoint) deliverDevice(r *recvCtx, src, size uint64, hdr msgHdr, data 
 		e.complete(r, src, size, n, hdr, kind, core, err)
 		return
 	}
-	var capacity uint64
-	for _, b := range r.bufs() {
-		capacity += b.Len
-	}
 	var st []byte
-	if st, err = e.stage.get(min(size, capacity)); err != nil {
+	if st, err = e.stage.get(min(size, r.capacity())); err != nil {
 		e.discardRndv(rv)
 		e.complete(r, src, size, 0, hdr, kind, core, err)
 		return
@@ -238,7 +234,3 @@ func (e *Endpoint) discardRndv(rv rndv) {
 		rv.t.Discard(rv.net)
 	}
 }
-
-// hmemAvailable reports (once per process) whether a device runtime is
-// loaded; without one lnx never asks a runtime about a buffer.
-func hmemAvailable() bool { return hmem.Available() }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lnx-go/lnx-go/hmem"
 	"github.com/lnx-go/lnx-go/lnx/fi"
 	"github.com/lnx-go/lnx-go/lnx/logging"
 	"github.com/lnx-go/lnx-go/peers"
@@ -92,7 +93,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 		e.rxFlags = info.Rx.OpFlags
 	}
 	e.arriveFn, e.sendDone, e.pullDone = e.onArrival, e.onSendDone, e.onPullDone
-	e.hmemOn = hmemAvailable()
+	e.hmemOn = hmem.Available() // without a runtime no buffer is ever classified
 	e.ipcOn = e.hmemOn && !envOff(EnvHmemIPC)
 	if d.Link.Group.HasShm() {
 		se, err := shm.Open(shm.Config{})

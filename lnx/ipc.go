@@ -156,8 +156,8 @@ func (e *Endpoint) ipcCopy(r *recvCtx, d ipcDesc) (uint64, error) {
 	return n, nil
 }
 
-// ackFlags marks an IPC acknowledgement; Tag is the send id, Data the
-// status (0, or the positive fi_errno of the receiver's failure).
+// sendAck answers an IPC send with an hdrAck message: Tag is the send id,
+// Data the status (0, or the positive fi_errno of the receiver's failure).
 func (e *Endpoint) sendAck(srcID, cookie uint64, status error) {
 	hdr := shm.Hdr{Flags: hdrAck, Tag: cookie}
 	if status != nil {
@@ -202,9 +202,6 @@ func (e *Endpoint) onAck(hdr msgHdr) {
 	if hdr.Data != 0 {
 		err = fi.Wrap(fi.Errno(hdr.Data), "the receiver failed to copy the device data")
 	}
-	if s, ok := e.sends[hdr.Tag]; ok && s.ipc != nil {
-		e.ipcSends--
-	}
 	e.onSendDone(hdr.Tag, err)
 }
 
@@ -216,7 +213,6 @@ func (e *Endpoint) checkIPCPeers() {
 	e.ipcTick = 0
 	for id, s := range e.sends {
 		if s.ipc != nil && !s.ipc.Alive() {
-			e.ipcSends--
 			e.onSendDone(id, fi.Wrap(fi.EIO, "receiver died before copying the device data"))
 		}
 	}

@@ -50,8 +50,8 @@ func (m *MR) IsDevice() bool { return m.Iface.IsDevice() }
 // with FI_ENOKEY when Open MPI registered several buffers with key 0.
 var coreKeys atomic.Uint64
 
-// mrKeys are the lnx-level keys: generated ones start high so that they do
-// not meet the small integers applications pick when they choose keys.
+// mrKeys are the lnx-level keys: a counter for FI_MR_PROV_KEY domains, and
+// the live keys of remotely accessible MRs, which must be unique.
 type mrKeys struct {
 	mu     sync.Mutex
 	next   uint64

@@ -36,6 +36,15 @@ type recvCtx struct {
 
 func (r *recvCtx) bufs() []Buf { return r.iov[:r.n] }
 
+// capacity is the total length of the receive's buffers.
+func (r *recvCtx) capacity() uint64 {
+	var n uint64
+	for _, b := range r.bufs() {
+		n += b.Len
+	}
+	return n
+}
+
 // msgHdr is what every core carries with a message (shm.Hdr and ofi.Hdr
 // have the same fields).
 type msgHdr struct {
@@ -441,10 +450,7 @@ func (e *Endpoint) onPullDone(rv *ofi.Rendezvous, n uint64, err error) {
 
 // complete writes a receive's completion (or error entry) and recycles it.
 func (e *Endpoint) complete(r *recvCtx, src, size, n uint64, hdr msgHdr, kind uint64, core int, err error) {
-	var capacity uint64
-	for _, b := range r.bufs() {
-		capacity += b.Len
-	}
+	capacity := r.capacity()
 	c := Completion{Ctx: r.ctx, Flags: fi.RECV | kind, Len: n, Tag: hdr.Tag, Src: src}
 	if r.n > 0 {
 		c.Buf = r.iov[0].Ptr
@@ -564,6 +570,9 @@ func (e *Endpoint) onSendDone(id uint64, err error) {
 		return
 	}
 	delete(e.sends, id)
+	if s.ipc != nil {
+		e.ipcSends--
+	}
 	e.stage.put(s.stage)
 	e.completeSend(s.ctx, s.flags, s.cq, err)
 }
