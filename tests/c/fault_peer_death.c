@@ -180,44 +180,64 @@ static void ping_fresh_peer(struct lnx *l)
 	close(rfd);
 }
 
-static void sender_dies(struct lnx *l)
+/* Waits for the error entry of the operation with context ctx. */
+static void expect_error_entry(struct lnx *l, void *ctx, const char *what)
+{
+	struct fi_cq_err_entry err;
+	uint64_t t0 = now_ms();
+	int r = wait_cq(l->cq, NULL, NULL, &err, WAIT_MS);
+	EXPECT(r < 0 && r != -FI_ETIMEDOUT, "%s: wait_cq %d (want an error entry)", what, r);
+	EXPECT(err.op_context == ctx, "%s: error entry for another context", what);
+	note("%s: error entry err=%d (%s) after %llu ms", what, err.err, fi_strerror(err.err),
+	     (unsigned long long)(now_ms() - t0));
+}
+
+/* A peer in role (one that sends us tag) is killed after its send reached
+ * us; our receive of it into buf must then fail. */
+static void recv_from_killed_sender(struct lnx *l, enum role role, void *buf, size_t n, uint64_t tag,
+				    const char *what)
 {
 	fi_addr_t addr;
 	int rfd;
-	pid_t pid = spawn(l, PEER_SEND_BIG, &addr, &rfd);
+	pid_t pid = spawn(l, role, &addr, &rfd);
 	wait_signal(l, rfd);
-	/* Let the request reach our ring, then kill the sender before we
-	 * receive: its payload is gone with it. */
+	/* Let the request reach us, then kill the sender before we receive:
+	 * its payload is gone with it. */
 	progress_for(l->cq, 50);
 	reap(pid);
-	static char buf[BIG];
 	struct fi_context2 ctx;
-	POST(l->cq, fi_trecv(l->ep, buf, BIG, NULL, addr, 0x77, 0, &ctx));
-	struct fi_cq_err_entry err;
-	int r = wait_cq(l->cq, NULL, NULL, &err, WAIT_MS);
-	EXPECT(r < 0 && r != -FI_ETIMEDOUT, "receive from a killed sender: wait_cq %d (want an error entry)", r);
-	EXPECT(err.op_context == &ctx, "error entry for another context");
-	note("sender_dies: error entry err=%d (%s)", err.err, fi_strerror(err.err));
+	POST(l->cq, fi_trecv(l->ep, buf, n, NULL, addr, tag, 0, &ctx));
+	expect_error_entry(l, &ctx, what);
 	close(rfd);
 }
 
-static void receiver_dies(struct lnx *l)
+/* We send buf to a peer that never receives; it is killed, and our send
+ * (which cannot have completed: the peer took nothing) must fail. */
+static void send_to_killed_receiver(struct lnx *l, void *buf, size_t n, uint64_t tag, const char *what)
 {
 	fi_addr_t addr;
 	int rfd;
 	pid_t pid = spawn(l, PEER_IDLE, &addr, &rfd);
 	wait_signal(l, rfd);
-	static char buf[BIG];
 	struct fi_context2 ctx;
-	POST(l->cq, fi_tsend(l->ep, buf, BIG, NULL, addr, 0x78, &ctx));
+	POST(l->cq, fi_tsend(l->ep, buf, n, NULL, addr, tag, &ctx));
 	progress_for(l->cq, 20);
+	expect_no_completion(l->cq, 0, what);
 	reap(pid);
-	struct fi_cq_err_entry err;
-	int r = wait_cq(l->cq, NULL, NULL, &err, WAIT_MS);
-	EXPECT(r < 0 && r != -FI_ETIMEDOUT, "send to a killed receiver: wait_cq %d (want an error entry)", r);
-	EXPECT(err.op_context == &ctx, "error entry for another context");
-	note("receiver_dies: error entry err=%d (%s)", err.err, fi_strerror(err.err));
+	expect_error_entry(l, &ctx, what);
 	close(rfd);
+}
+
+static void sender_dies(struct lnx *l)
+{
+	static char buf[BIG];
+	recv_from_killed_sender(l, PEER_SEND_BIG, buf, BIG, 0x77, "sender_dies");
+}
+
+static void receiver_dies(struct lnx *l)
+{
+	static char buf[BIG];
+	send_to_killed_receiver(l, buf, BIG, 0x78, "receiver_dies");
 }
 
 static void ring_full(struct lnx *l)
@@ -256,47 +276,16 @@ static void ring_full(struct lnx *l)
 
 static void dev_receiver_dies(struct lnx *l)
 {
-	fi_addr_t addr;
-	int rfd;
-	pid_t pid = spawn(l, PEER_IDLE, &addr, &rfd);
-	char one;
-	xread(rfd, &one, 1);
 	void *d = dev_alloc(DEVBIG);
-	struct fi_context2 ctx;
-	POST(l->cq, fi_tsend(l->ep, d, DEVBIG, NULL, addr, 0x7b, &ctx));
-	progress_for(l->cq, 20);
-	expect_no_completion(l->cq, 0, "device send before its receiver acknowledged");
-	reap(pid);
-	struct fi_cq_err_entry err;
-	uint64_t t0 = now_ms();
-	int r = wait_cq(l->cq, NULL, NULL, &err, WAIT_MS);
-	EXPECT(r < 0 && r != -FI_ETIMEDOUT, "device send to a killed receiver: wait_cq %d (want an error entry)", r);
-	EXPECT(err.op_context == &ctx, "error entry for another context");
-	note("dev_receiver_dies: error entry err=%d (%s) after %llu ms", err.err, fi_strerror(err.err),
-	     (unsigned long long)(now_ms() - t0));
+	send_to_killed_receiver(l, d, DEVBIG, 0x7b, "dev_receiver_dies");
 	dev_free(d);
-	close(rfd);
 }
 
 static void dev_sender_dies(struct lnx *l)
 {
-	fi_addr_t addr;
-	int rfd;
-	pid_t pid = spawn(l, PEER_SEND_DEV, &addr, &rfd);
-	char one;
-	xread(rfd, &one, 1);
-	progress_for(l->cq, 50);
-	reap(pid);
 	void *d = dev_alloc(DEVBIG);
-	struct fi_context2 ctx;
-	POST(l->cq, fi_trecv(l->ep, d, DEVBIG, NULL, addr, 0x7a, 0, &ctx));
-	struct fi_cq_err_entry err;
-	int r = wait_cq(l->cq, NULL, NULL, &err, WAIT_MS);
-	EXPECT(r < 0 && r != -FI_ETIMEDOUT, "device receive from a killed sender: wait_cq %d (want an error entry)", r);
-	EXPECT(err.op_context == &ctx, "error entry for another context");
-	note("dev_sender_dies: error entry err=%d (%s)", err.err, fi_strerror(err.err));
+	recv_from_killed_sender(l, PEER_SEND_DEV, d, DEVBIG, 0x7a, "dev_sender_dies");
 	dev_free(d);
-	close(rfd);
 }
 
 int main(int argc, char **argv)
