@@ -261,6 +261,9 @@ type Peer struct {
 	maxOut      int
 	busyIdx     int
 	st          stream
+
+	tx     *TxSlot // shared with outside writers; nil if none was left
+	txHeld bool    // Send holds tx.Lock
 }
 
 // ID returns the remote endpoint's id; it equals Arrival.Src for messages
@@ -327,6 +330,8 @@ type Endpoint struct {
 
 	liov [1024]unix.Iovec
 	riov [MaxIOV]unix.RemoteIovec
+
+	txa txArena
 }
 
 // Open creates an endpoint and its shared-memory region. It first removes
@@ -479,6 +484,7 @@ func (e *Endpoint) Connect(addr []byte) (*Peer, error) {
 		eagerMax: min(e.geo.eagerMax, geo.eagerMax),
 		maxOut:   int(min(geo.ackEntries-1, 1023)),
 		busyIdx:  -1,
+		tx:       e.txa.alloc(),
 	}
 	e.peers[a.id] = p
 	for i := range e.in {
@@ -511,6 +517,7 @@ func (e *Endpoint) Disconnect(p *Peer) error {
 }
 
 func (e *Endpoint) unmapPeer(p *Peer) {
+	p.txDisable()
 	p.proc.close()
 	if p.mem != nil {
 		_ = unmapGuarded(p.mem)
@@ -530,6 +537,7 @@ func (e *Endpoint) markDead(p *Peer) {
 	if p.dead {
 		return
 	}
+	p.txDisable()
 	p.dead = true
 	if p.outstanding > 0 {
 		e.stats.DeadPeers++
@@ -571,8 +579,10 @@ func (e *Endpoint) Close() error {
 		p.releaseChannel()
 		p.dead = true
 		e.unmapPeer(p)
+		p.tx = nil // the arena goes below
 	}
 	e.peers = nil
+	e.txa.free()
 	e.busy = nil
 	e.failed = nil
 	e.active = nil

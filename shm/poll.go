@@ -345,3 +345,40 @@ func (e *Endpoint) housekeep() {
 		}
 	}
 }
+
+// Quiet reports whether Poll has nothing to do but deliver arrivals: no
+// rendezvous sends to reap or failures to report.
+func (e *Endpoint) Quiet() bool { return len(e.busy) == 0 && len(e.failed) == 0 }
+
+// Word is a word of this endpoint's shared memory that Poll would look at
+// when idle: Poll has work once the word at P equals V (Eq) or differs
+// from V (!Eq). P points into the region, which stays mapped until Close.
+type Word struct {
+	P  *uint64
+	V  uint64
+	Eq bool
+}
+
+// IdleWords stores in dst the words an idle Poll checks: the claim
+// generation and the stamp each active ring's next record will carry. A
+// caller can watch them instead of calling Poll, and call Poll once one
+// changes. It returns how many it stored, and false when Poll must be
+// called regardless: it has work besides arrivals (rendezvous sends to
+// reap, failures to report, a closing ring to release) or dst is too short.
+func (e *Endpoint) IdleWords(dst []Word) (int, bool) {
+	if e.closed {
+		return 0, true
+	}
+	if len(e.busy) != 0 || len(e.failed) != 0 || len(dst) < 1+len(e.active) {
+		return 0, false
+	}
+	dst[0] = Word{P: &e.hdr.claimGen, V: e.claimGen}
+	for i, r := range e.active {
+		if r.state == ringClosing {
+			return 0, false
+		}
+		p := (*recHdr)(unsafe.Add(r.ring, r.head&r.mask))
+		dst[1+i] = Word{P: &p.stamp, V: stampOf(r.head, r.salt), Eq: true}
+	}
+	return 1 + len(e.active), true
+}

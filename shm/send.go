@@ -75,6 +75,10 @@ func (e *Endpoint) attach(p *Peer) error {
 // onSendDone(sendID, err). ErrAgain (ring full, or too many rendezvous sends
 // outstanding to p) and ErrNoRing are transient: Poll and retry.
 func (e *Endpoint) Send(p *Peer, h Hdr, iov [][]byte, sendID uint64) (done bool, err error) {
+	if p != nil && p.e == e && p.tx != nil {
+		p.txBegin()
+		defer p.txEnd()
+	}
 	if p == nil || p.ring == nil || p.e != e {
 		if err := e.attach(p); err != nil {
 			return false, err

@@ -1,0 +1,135 @@
+package shm
+
+import (
+	"runtime"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// TxSlot is a peer's send-side ring state kept outside the Go heap, so that
+// a writer outside Go (lnx's C fast path for small sends) can append eager
+// records to the peer's ring as well. Every writer holds Lock; Send takes
+// it for its whole duration, so Go's view (Peer.tail, Peer.headCache) is
+// reloaded from and stored back to the slot around each Send. Ready is 1
+// only while the ring is claimed and mapped: a writer that finds it 0
+// must leave the send to Send, which also handles a full ring, pads and
+// peer death. The layout is mirrored in C (capi/include/lnx_capi.h, struct
+// lnx_txslot) and checked by capi's tests.
+type TxSlot struct {
+	Lock      uint32
+	Ready     uint32
+	Ring      uintptr // ring base
+	Mask      uint64
+	Size      uint64
+	Tail      uint64 // next record's absolute position
+	HeadCache uint64 // receiver's consumed position, as last read
+	Salt      uint64
+	EagerMax  uint64
+	FwdHead   uintptr // *uint64: the receiver's consumed position
+	_         [48]byte
+}
+
+// Record layout facts an outside writer needs (checked by capi's tests
+// against the C side).
+const (
+	RecHdrSize  = recHdrSize
+	RecLine     = lineBytes
+	RecEager    = recEager
+	RecStampOff = unsafe.Offsetof(recHdr{}.stamp)
+	RecKFOff    = unsafe.Offsetof(recHdr{}.kf)
+	RecTagOff   = unsafe.Offsetof(recHdr{}.tag)
+	RecDataOff  = unsafe.Offsetof(recHdr{}.data)
+	RecSizeOff  = unsafe.Offsetof(recHdr{}.size)
+)
+
+// txArenaSlots bounds the peers of one endpoint that get a TxSlot; later
+// ones are served by Send alone.
+const txArenaSlots = 4096
+
+// txArena hands out TxSlots from one anonymous mapping per endpoint. Slots
+// are never reused: an outside writer may hold a stale pointer to one.
+type txArena struct {
+	mem  []byte
+	next int
+}
+
+func (a *txArena) alloc() *TxSlot {
+	if a.mem == nil {
+		m, err := unix.Mmap(-1, 0, txArenaSlots*int(unsafe.Sizeof(TxSlot{})),
+			unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err != nil {
+			return nil
+		}
+		a.mem = m
+	}
+	if a.next == txArenaSlots {
+		return nil
+	}
+	s := (*TxSlot)(unsafe.Pointer(&a.mem[a.next*int(unsafe.Sizeof(TxSlot{}))]))
+	a.next++
+	return s
+}
+
+func (a *txArena) free() {
+	if a.mem != nil {
+		_ = unix.Munmap(a.mem)
+		a.mem = nil
+	}
+}
+
+func (s *TxSlot) lock() {
+	for !atomic.CompareAndSwapUint32(&s.Lock, 0, 1) {
+		runtime.Gosched()
+	}
+}
+
+func (s *TxSlot) unlock() { atomic.StoreUint32(&s.Lock, 0) }
+
+// TxSlot returns p's slot, or nil if it has none.
+func (p *Peer) TxSlot() *TxSlot { return p.tx }
+
+// txBegin locks p's slot and loads the ring positions outside writers may
+// have advanced; txEnd stores them back and unlocks.
+func (p *Peer) txBegin() {
+	if p.tx == nil {
+		return
+	}
+	p.tx.lock()
+	p.txHeld = true
+	if p.tx.Ready != 0 {
+		p.tail, p.headCache = p.tx.Tail, p.tx.HeadCache
+	}
+}
+
+func (p *Peer) txEnd() {
+	if p.tx == nil {
+		return
+	}
+	if p.ring != nil && !p.dead {
+		p.tx.Ring = uintptr(p.ring)
+		p.tx.Mask, p.tx.Size, p.tx.Salt, p.tx.EagerMax = p.mask, p.size, p.salt, p.eagerMax
+		p.tx.FwdHead = uintptr(unsafe.Pointer(&p.ctl.fwdHead))
+		p.tx.Tail, p.tx.HeadCache = p.tail, p.headCache
+		p.tx.Ready = 1
+	} else {
+		p.tx.Ready = 0
+	}
+	p.txHeld = false
+	p.tx.unlock()
+}
+
+// txDisable stops outside writers before p's ring goes away.
+func (p *Peer) txDisable() {
+	if p.tx == nil {
+		return
+	}
+	if p.txHeld {
+		p.tx.Ready = 0
+		return
+	}
+	p.tx.lock()
+	p.tx.Ready = 0
+	p.tx.unlock()
+}
