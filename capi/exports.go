@@ -151,7 +151,7 @@ func lnx_go_av_open(dh C.lnx_handle, attr *C.struct_fi_av_attr, h *C.lnx_handle)
 }
 
 //export lnx_go_cq_open
-func lnx_go_cq_open(dh C.lnx_handle, attr *C.struct_fi_cq_attr, h *C.lnx_handle) (ret C.int) {
+func lnx_go_cq_open(dh C.lnx_handle, attr *C.struct_fi_cq_attr, gate *C.struct_lnx_gate, h *C.lnx_handle) (ret C.int) {
 	defer recoverTo(&ret, "fi_cq_open")
 	d, err := object[*lnx.Domain](dh)
 	if err != nil {
@@ -165,6 +165,7 @@ func lnx_go_cq_open(dh C.lnx_handle, attr *C.struct_fi_cq_attr, h *C.lnx_handle)
 	if err != nil {
 		return code("fi_cq_open", err)
 	}
+	cq.SetGate(unsafe.Pointer(gate))
 	return register(cq, h)
 }
 
@@ -186,7 +187,7 @@ func lnx_go_cntr_open(dh C.lnx_handle, attr *C.struct_fi_cntr_attr, h *C.lnx_han
 }
 
 //export lnx_go_endpoint
-func lnx_go_endpoint(dh C.lnx_handle, info *C.struct_fi_info, h *C.lnx_handle) (ret C.int) {
+func lnx_go_endpoint(dh C.lnx_handle, info *C.struct_fi_info, fast *C.struct_lnx_fast, h *C.lnx_handle) (ret C.int) {
 	defer recoverTo(&ret, "fi_endpoint")
 	d, err := object[*lnx.Domain](dh)
 	if err != nil {
@@ -200,6 +201,7 @@ func lnx_go_endpoint(dh C.lnx_handle, info *C.struct_fi_info, h *C.lnx_handle) (
 	if err != nil {
 		return code("fi_endpoint", err)
 	}
+	e.SetFast(unsafe.Pointer(fast))
 	return register(e, h)
 }
 

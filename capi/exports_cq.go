@@ -7,6 +7,9 @@ package main
 import "C"
 
 import (
+	"runtime"
+	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/lnx-go/lnx-go/lnx"
@@ -38,7 +41,8 @@ func writeEntry(buf unsafe.Pointer, i int, format int, c *lnx.Completion) {
 }
 
 // cqBatch bounds one read; a larger count just loops in the application.
-const cqBatch = 64
+// Small, since the batch is zeroed on every call (the polling hot path).
+const cqBatch = 16
 
 //export lnx_go_cq_read
 func lnx_go_cq_read(ch C.lnx_handle, buf unsafe.Pointer, count C.size_t, src *C.fi_addr_t, timeout C.int) (ret C.ssize_t) {
@@ -50,6 +54,7 @@ func lnx_go_cq_read(ch C.lnx_handle, buf unsafe.Pointer, count C.size_t, src *C.
 	if count == 0 {
 		return 0
 	}
+	keepSysmonQuiet()
 	if buf == nil {
 		return C.ssize_t(code("fi_cq_read", fi.Wrap(fi.EINVAL, "NULL CQ buffer")))
 	}
@@ -134,4 +139,33 @@ func lnx_go_cntr_wait(h C.lnx_handle, threshold C.uint64_t, timeout C.int) (ret 
 		return code("fi_cntr_wait", err)
 	}
 	return code("fi_cntr_wait", c.Wait(uint64(threshold), int(timeout)))
+}
+
+// The Go runtime's monitor thread (sysmon) takes the P back from a thread
+// whose P has run the same scheduling tick for 10 ms, and while it does
+// so it polls every 20 us. A C thread that only ever calls into Go never
+// advances that tick, so after its first 10 ms of polling, sysmon would
+// wake 10,000s of times a second and preempt the application's polling
+// thread on every wake. A real reschedule every few milliseconds (a
+// Gosched, which hands the locked callback goroutine through the
+// scheduler once) advances the tick, and sysmon backs off to 10 ms.
+var (
+	schedCalls uint32
+	schedLast  int64
+)
+
+// schedEvery is half of the runtime's 10 ms (forcePreemptNS). Every data
+// path export calls keepSysmonQuiet; the clock is read every 64th call.
+const schedEvery = 5 * time.Millisecond
+
+func keepSysmonQuiet() {
+	if atomic.AddUint32(&schedCalls, 1)&63 != 0 {
+		return
+	}
+	now := time.Now().UnixNano()
+	if now-atomic.LoadInt64(&schedLast) < int64(schedEvery) {
+		return
+	}
+	atomic.StoreInt64(&schedLast, now)
+	runtime.Gosched()
 }

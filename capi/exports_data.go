@@ -62,6 +62,7 @@ func opKind(op *lnx.Op, kind C.int) {
 func lnx_go_send(eh C.lnx_handle, iov *C.struct_iovec, desc *unsafe.Pointer, count C.size_t,
 	dest, tag, data, flags C.uint64_t, ctx unsafe.Pointer, kind C.int) (ret C.ssize_t) {
 	defer recoverTo(&ret, "send")
+	keepSysmonQuiet()
 	e, err := object[*lnx.Endpoint](eh)
 	if err != nil {
 		return C.ssize_t(code("send", err))
@@ -79,6 +80,7 @@ func lnx_go_send(eh C.lnx_handle, iov *C.struct_iovec, desc *unsafe.Pointer, cou
 func lnx_go_recv(eh C.lnx_handle, iov *C.struct_iovec, desc *unsafe.Pointer, count C.size_t,
 	src, tag, ignore, flags C.uint64_t, ctx unsafe.Pointer, kind C.int) (ret C.ssize_t) {
 	defer recoverTo(&ret, "recv")
+	keepSysmonQuiet()
 	e, err := object[*lnx.Endpoint](eh)
 	if err != nil {
 		return C.ssize_t(code("recv", err))

@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "lnx_capi.h"
 #include "lnx_ops.h"
 #include "_cgo_export.h"
@@ -32,7 +33,14 @@ static int lnx_close_common(struct fid *fid, lnx_handle h)
 
 static int fabric_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_fabric, fid)); }
 static int domain_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_domain, fid)); }
-static int ep_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_ep, fid)); }
+static int ep_close(struct fid *fid)
+{
+	struct lnx_ep *e = (struct lnx_ep *)(void *)fid;
+	int ret = lnx_go_close(e->h);
+	if (ret == 0)
+		lnx_free_ep(e);
+	return ret;
+}
 static int av_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_av, fid)); }
 static int cq_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_cq, fid)); }
 static int cntr_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_cntr, fid)); }
@@ -112,14 +120,17 @@ static int domain_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 			  struct fid_cq **cq, void *context)
 {
 	lnx_handle h = 0;
-	int ret = lnx_go_cq_open(LNX_H(lnx_domain, domain), attr, &h);
-	if (ret)
-		return ret;
-	*cq = lnx_new_cq(h, context);
-	if (!*cq) {
-		lnx_go_close(h);
+	struct lnx_cq *c = lnx_alloc_cq();
+	if (!c)
 		return -FI_ENOMEM;
+	int ret = lnx_go_cq_open(LNX_H(lnx_domain, domain), attr, &c->gate, &h);
+	if (ret) {
+		free(c);
+		return ret;
 	}
+	c->cring.format = attr && attr->format != FI_CQ_FORMAT_UNSPEC ? attr->format : FI_CQ_FORMAT_CONTEXT;
+	lnx_init_cq(c, h, context);
+	*cq = &c->cq;
 	return 0;
 }
 
@@ -142,14 +153,16 @@ static int domain_endpoint(struct fid_domain *domain, struct fi_info *info,
 			   struct fid_ep **ep, void *context)
 {
 	lnx_handle h = 0;
-	int ret = lnx_go_endpoint(LNX_H(lnx_domain, domain), info, &h);
-	if (ret)
-		return ret;
-	*ep = lnx_new_ep(h, context);
-	if (!*ep) {
-		lnx_go_close(h);
+	struct lnx_ep *e = lnx_alloc_ep();
+	if (!e)
 		return -FI_ENOMEM;
+	int ret = lnx_go_endpoint(LNX_H(lnx_domain, domain), info, e->fast, &h);
+	if (ret) {
+		lnx_free_ep(e);
+		return ret;
 	}
+	lnx_init_ep(e, h, context);
+	*ep = &e->ep;
 	return 0;
 }
 
@@ -315,7 +328,11 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	lnx_handle bh = lnx_handle_of(bfid, &kind);
 	if (!bh)
 		return -FI_EINVAL;
-	return lnx_go_ep_bind(LNX_H(lnx_ep, fid), bh, kind, flags);
+	struct lnx_ep *e = (struct lnx_ep *)(void *)fid;
+	int ret = lnx_go_ep_bind(e->h, bh, kind, flags);
+	if (ret == 0 && kind == LNX_KIND_CQ && (flags & FI_TRANSMIT))
+		__atomic_store_n(&e->fast->cring, &((struct lnx_cq *)(void *)bfid)->cring, __ATOMIC_RELEASE);
+	return ret;
 }
 
 static int ep_control(struct fid *fid, int command, void *arg)
@@ -374,10 +391,99 @@ static int ep_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct f
 /* Data transfer: every variant becomes one lnx_go_send / lnx_go_recv. */
 #define EP_H(ep) LNX_H(lnx_ep, ep)
 
+static inline void lnx_spin_lock(uint32_t *l)
+{
+	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(l, __ATOMIC_RELAXED))
+			__builtin_ia32_pause();
+}
+static inline void lnx_spin_unlock(uint32_t *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+
+#define LNX_FAST_DECLINED 1 /* not a libfabric return value: Go takes the send */
+
+/*
+ * lnx_fast_send writes a small send to a peer on this node straight into
+ * its shm ring, the way shm.Endpoint.Send does, and queues the completion
+ * in the transmit CQ's C ring: a send then costs no call into Go. Anything
+ * it is not sure about (no slot published yet, ring full or wrapping, the
+ * ...msg variants, several buffers, completion ring full) is declined and
+ * goes to Go, which also reports every error.
+ */
+static ssize_t lnx_fast_send(struct lnx_fast *f, const struct iovec *iov, size_t count,
+			     fi_addr_t dest, uint64_t tag, uint64_t data, void *ctx, int kind)
+{
+	if (!__atomic_load_n(&f->on, __ATOMIC_ACQUIRE) || (kind & LNX_OP_EXPLICIT) || count > 1 ||
+	    dest >= LNX_FAST_PEERS)
+		return LNX_FAST_DECLINED;
+	struct lnx_txslot *s = (struct lnx_txslot *)__atomic_load_n(&f->peer[dest], __ATOMIC_ACQUIRE);
+	if (!s)
+		return LNX_FAST_DECLINED;
+	size_t len = count ? iov[0].iov_len : 0;
+	const void *buf = count ? iov[0].iov_base : NULL;
+	uint64_t txf = __atomic_load_n(&f->tx_flags, __ATOMIC_RELAXED);
+	if ((len && !buf) || (((kind & LNX_OP_INJECT) || (txf & FI_INJECT)) && len > f->inject_size))
+		return LNX_FAST_DECLINED;
+	int want_cq = !(kind & LNX_OP_INJECT) && (!f->tx_sel || (txf & FI_COMPLETION));
+	struct lnx_cring *cr = __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE);
+	if (want_cq) {
+		if (!cr)
+			return LNX_FAST_DECLINED;
+		lnx_spin_lock(&cr->lock);
+		if (cr->tail - cr->head >= LNX_CRING) {
+			lnx_spin_unlock(&cr->lock);
+			return LNX_FAST_DECLINED;
+		}
+	}
+	ssize_t ret = LNX_FAST_DECLINED;
+	lnx_spin_lock(&s->lock);
+	if (!s->ready || len > s->eager_max)
+		goto out;
+	uint64_t need = (LNX_REC_HDR + len + LNX_REC_LINE - 1) & ~(uint64_t)(LNX_REC_LINE - 1);
+	uint64_t tail = s->tail, off = tail & s->mask;
+	if (off + need > s->size)
+		goto out; /* needs a pad record: Go writes it */
+	if (tail + need + LNX_REC_LINE > s->head_cache + s->size) {
+		s->head_cache = __atomic_load_n((const uint64_t *)s->fwd_head, __ATOMIC_ACQUIRE);
+		if (tail + need + LNX_REC_LINE > s->head_cache + s->size)
+			goto out; /* full: Go decides between -FI_EAGAIN and a dead peer */
+	}
+	struct lnx_rec *rec = (struct lnx_rec *)(s->ring + off);
+	uint64_t hflags = (kind & LNX_OP_TAGGED) ? LNX_HDR_TAGGED : 0;
+	if ((kind & LNX_OP_DATA) || (txf & FI_REMOTE_CQ_DATA))
+		hflags |= LNX_HDR_DATA;
+	else
+		data = 0;
+	rec->kf = LNX_REC_EAGER | hflags << 32;
+	rec->tag = tag;
+	rec->data = data;
+	rec->size = len;
+	if (len)
+		memcpy((char *)rec + LNX_REC_HDR, buf, len);
+	__atomic_store_n(&rec->stamp, (tail ^ s->salt) | 1, __ATOMIC_RELEASE);
+	s->tail = tail + need;
+	ret = 0;
+out:
+	lnx_spin_unlock(&s->lock);
+	if (want_cq) {
+		if (ret == 0) {
+			uint64_t i = cr->tail % LNX_CRING;
+			cr->e[i].ctx = ctx;
+			cr->e[i].flags = FI_SEND | ((kind & LNX_OP_TAGGED) ? FI_TAGGED : FI_MSG);
+			__atomic_store_n(&cr->tail, cr->tail + 1, __ATOMIC_RELEASE);
+		}
+		lnx_spin_unlock(&cr->lock);
+	}
+	return ret;
+}
+
 static ssize_t do_send(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
 		       fi_addr_t dest, uint64_t tag, uint64_t data, uint64_t flags, void *ctx, int kind)
 {
-	return lnx_go_send(EP_H(ep), (struct iovec *)iov, desc, count, dest, tag, data, flags, ctx, kind);
+	struct lnx_ep *e = (struct lnx_ep *)(void *)ep;
+	ssize_t ret = lnx_fast_send(e->fast, iov, count, dest, tag, data, ctx, kind);
+	if (ret != LNX_FAST_DECLINED)
+		return ret;
+	return lnx_go_send(e->h, (struct iovec *)iov, desc, count, dest, tag, data, flags, ctx, kind);
 }
 
 static ssize_t do_recv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
@@ -469,11 +575,30 @@ static struct fi_ops_rma ep_rma_ops = {
 	.injectdata = rma_nosys_injectdata,
 };
 
-struct fid_ep *lnx_new_ep(lnx_handle h, void *context)
+struct lnx_ep *lnx_alloc_ep(void)
 {
 	struct lnx_ep *e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
+	/* Mapped, not allocated: the peer table is large and mostly never
+	 * touched, so its pages are never made resident. */
+	void *f = mmap(NULL, sizeof(*e->fast), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (f == MAP_FAILED) {
+		free(e);
+		return NULL;
+	}
+	e->fast = f;
+	return e;
+}
+
+void lnx_free_ep(struct lnx_ep *e)
+{
+	munmap(e->fast, sizeof(*e->fast));
+	free(e);
+}
+
+void lnx_init_ep(struct lnx_ep *e, lnx_handle h, void *context)
+{
 	e->ep.fid.fclass = FI_CLASS_EP;
 	e->ep.fid.context = context;
 	e->ep.fid.ops = &ep_fi_ops;
@@ -483,7 +608,6 @@ struct fid_ep *lnx_new_ep(lnx_handle h, void *context)
 	e->ep.tagged = &ep_tagged_ops;
 	e->ep.rma = &ep_rma_ops;
 	e->h = h;
-	return &e->ep;
 }
 
 /* ---- address vector ----------------------------------------------------- */
@@ -541,13 +665,90 @@ struct fid_av *lnx_new_av(lnx_handle h, void *context)
 
 /* ---- completion queue --------------------------------------------------- */
 
+/*
+ * lnx_cq_idle answers whether a poll would find nothing, without entering
+ * Go (see struct lnx_gate). Any doubt (a watch changed, Go rewriting the
+ * watches, completions pending, open) means "not idle". readers lets Go
+ * wait out scans before it unmaps a region the watches point into.
+ */
+static int lnx_cq_idle(struct lnx_gate *g)
+{
+	if (__atomic_load_n(&g->pending, __ATOMIC_ACQUIRE))
+		return 0;
+	if (g->idle >= __atomic_load_n(&g->skip_max, __ATOMIC_RELAXED))
+		return 0; /* time for Go's slower duties */
+	__atomic_fetch_add(&g->readers, 1, __ATOMIC_SEQ_CST);
+	int idle = 0;
+	uint32_t seq = __atomic_load_n(&g->seq, __ATOMIC_ACQUIRE);
+	if (!__atomic_load_n(&g->open, __ATOMIC_SEQ_CST) && !(seq & 1)) {
+		uint32_t n = __atomic_load_n(&g->n, __ATOMIC_ACQUIRE);
+		idle = n <= LNX_GATE_WATCHES;
+		for (uint32_t i = 0; idle && i < n; i++) {
+			const struct lnx_gate_watch *w = &g->w[i];
+			uint64_t x = __atomic_load_n((const uint64_t *)w->p, __ATOMIC_ACQUIRE);
+			if ((x == w->v) == (w->eq != 0))
+				idle = 0;
+		}
+		if (__atomic_load_n(&g->seq, __ATOMIC_ACQUIRE) != seq)
+			idle = 0;
+	}
+	__atomic_fetch_sub(&g->readers, 1, __ATOMIC_RELEASE);
+	if (idle)
+		g->idle++; /* a hint only: racing threads may lose counts */
+	return idle;
+}
+
+/* lnx_cring_read returns send completions the fast send path queued, in
+ * the CQ's format (send completions carry no length, data or tag). */
+static ssize_t lnx_cring_read(struct lnx_cring *r, void *buf, size_t count, fi_addr_t *src)
+{
+	if (__atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&r->head, __ATOMIC_RELAXED) || !buf)
+		return 0;
+	lnx_spin_lock(&r->lock);
+	size_t n = 0;
+	for (; n < count && r->head != r->tail; n++, r->head++) {
+		void *ctx = r->e[r->head % LNX_CRING].ctx;
+		uint64_t flags = r->e[r->head % LNX_CRING].flags;
+		switch (r->format) {
+		case FI_CQ_FORMAT_CONTEXT:
+			((struct fi_cq_entry *)buf)[n] = (struct fi_cq_entry){ .op_context = ctx };
+			break;
+		case FI_CQ_FORMAT_MSG:
+			((struct fi_cq_msg_entry *)buf)[n] = (struct fi_cq_msg_entry){ .op_context = ctx, .flags = flags };
+			break;
+		case FI_CQ_FORMAT_DATA:
+			((struct fi_cq_data_entry *)buf)[n] = (struct fi_cq_data_entry){ .op_context = ctx, .flags = flags };
+			break;
+		default:
+			((struct fi_cq_tagged_entry *)buf)[n] = (struct fi_cq_tagged_entry){ .op_context = ctx, .flags = flags };
+		}
+		if (src)
+			src[n] = FI_ADDR_NOTAVAIL;
+	}
+	lnx_spin_unlock(&r->lock);
+	return (ssize_t)n;
+}
+
+static ssize_t cq_read_common(struct fid_cq *cq, void *buf, size_t count, fi_addr_t *src, int timeout)
+{
+	struct lnx_cq *c = (struct lnx_cq *)(void *)cq;
+	if (count) {
+		ssize_t n = lnx_cring_read(&c->cring, buf, count, src);
+		if (n)
+			return n;
+		if (!timeout && lnx_cq_idle(&c->gate))
+			return -FI_EAGAIN;
+	}
+	return lnx_go_cq_read(c->h, buf, count, src, timeout);
+}
+
 static ssize_t cq_read(struct fid_cq *cq, void *buf, size_t count)
 {
-	return lnx_go_cq_read(LNX_H(lnx_cq, cq), buf, count, NULL, 0);
+	return cq_read_common(cq, buf, count, NULL, 0);
 }
 static ssize_t cq_readfrom(struct fid_cq *cq, void *buf, size_t count, fi_addr_t *src)
 {
-	return lnx_go_cq_read(LNX_H(lnx_cq, cq), buf, count, src, 0);
+	return cq_read_common(cq, buf, count, src, 0);
 }
 static ssize_t cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf, uint64_t flags)
 {
@@ -557,11 +758,11 @@ static ssize_t cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf, uint64
 }
 static ssize_t cq_sread(struct fid_cq *cq, void *buf, size_t count, const void *cond, int timeout)
 {
-	return lnx_go_cq_read(LNX_H(lnx_cq, cq), buf, count, NULL, timeout < 0 ? -1 : timeout + 1);
+	return cq_read_common(cq, buf, count, NULL, timeout < 0 ? -1 : timeout + 1);
 }
 static ssize_t cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count, fi_addr_t *src, const void *cond, int timeout)
 {
-	return lnx_go_cq_read(LNX_H(lnx_cq, cq), buf, count, src, timeout < 0 ? -1 : timeout + 1);
+	return cq_read_common(cq, buf, count, src, timeout < 0 ? -1 : timeout + 1);
 }
 static int cq_signal(struct fid_cq *cq) { return lnx_go_cq_signal(LNX_H(lnx_cq, cq)); }
 static const char *cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data, char *buf, size_t len)
@@ -585,17 +786,18 @@ static struct fi_ops_cq cq_ops = {
 	.signal = cq_signal, .strerror = cq_strerror,
 };
 
-struct fid_cq *lnx_new_cq(lnx_handle h, void *context)
+struct lnx_cq *lnx_alloc_cq(void)
 {
-	struct lnx_cq *c = calloc(1, sizeof(*c));
-	if (!c)
-		return NULL;
+	return calloc(1, sizeof(struct lnx_cq));
+}
+
+void lnx_init_cq(struct lnx_cq *c, lnx_handle h, void *context)
+{
 	c->cq.fid.fclass = FI_CLASS_CQ;
 	c->cq.fid.context = context;
 	c->cq.fid.ops = &cq_fi_ops;
 	c->cq.ops = &cq_ops;
 	c->h = h;
-	return &c->cq;
 }
 
 /* ---- counter ------------------------------------------------------------ */

@@ -82,6 +82,8 @@ static void lnx_define_params(void)
 		"Log per-core traffic counters when an endpoint closes.");
 	fi_param_define(&lnx_prov, "unexpected_max", FI_PARAM_SIZE_T,
 		"Bytes of unexpected messages buffered per endpoint before senders are held back.");
+	fi_param_define(&lnx_prov, "fast_send", FI_PARAM_BOOL,
+		"Write small sends to peers on this node from C, without calling into Go (default: on).");
 }
 
 /* libfabric's fi_fini may dlclose us; the Go runtime cannot be unloaded,

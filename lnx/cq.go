@@ -2,6 +2,7 @@ package lnx
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -41,8 +42,9 @@ type CQ struct {
 	entries []Completion // ring of successes
 	head    int
 	errs    []Completion
-	eps     []progresser
+	eps     atomic.Pointer[[]*Endpoint] // copied on change: read without mu
 	signal  chan struct{}
+	gate    gate
 }
 
 type progresser interface{ progress() }
@@ -68,20 +70,33 @@ func (d *Domain) OpenCQ(attr CQAttr) (*CQ, error) {
 	return &CQ{Domain: d, Attr: attr, signal: make(chan struct{}, 1), entries: make([]Completion, 0, size)}, nil
 }
 
-func (q *CQ) attach(p progresser) {
+func (q *CQ) endpoints() []*Endpoint {
+	if p := q.eps.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (q *CQ) attach(p *Endpoint) {
 	q.mu.Lock()
-	q.eps = append(q.eps, p)
+	eps := append(append([]*Endpoint{}, q.endpoints()...), p)
+	q.eps.Store(&eps)
+	q.gate.kick()
 	q.mu.Unlock()
 }
 
-func (q *CQ) detach(p progresser) {
+// detach unbinds an endpoint; on return C no longer reads its shm region.
+func (q *CQ) detach(p *Endpoint) {
 	q.mu.Lock()
-	for i, e := range q.eps {
+	old := q.endpoints()
+	for i, e := range old {
 		if e == p {
-			q.eps = append(q.eps[:i], q.eps[i+1:]...)
+			eps := append(append([]*Endpoint{}, old[:i]...), old[i+1:]...)
+			q.eps.Store(&eps)
 			break
 		}
 	}
+	q.gate.quiesce()
 	q.mu.Unlock()
 }
 
@@ -89,6 +104,7 @@ func (q *CQ) detach(p progresser) {
 func (q *CQ) Push(c Completion) {
 	q.mu.Lock()
 	q.entries = append(q.entries, c)
+	q.gate.setPending(true)
 	q.mu.Unlock()
 }
 
@@ -96,15 +112,23 @@ func (q *CQ) Push(c Completion) {
 func (q *CQ) PushErr(c Completion) {
 	q.mu.Lock()
 	q.errs = append(q.errs, c)
+	q.gate.setPending(true)
 	q.mu.Unlock()
 }
 
+// progress drives the bound endpoints.
 func (q *CQ) progress() {
-	q.mu.Lock()
-	eps := q.eps
-	q.mu.Unlock()
-	for _, e := range eps {
-		e.progress()
+	var w watchSet
+	q.collect(&w)
+}
+
+// collect drives the bound endpoints and collects in w what C may watch
+// until the next call.
+func (q *CQ) collect(w *watchSet) {
+	idle := q.gate.takeIdle()
+	w.kicks = q.gate.kicks.Load()
+	for _, e := range q.endpoints() {
+		e.progressWatch(idle, w)
 	}
 }
 
@@ -117,9 +141,12 @@ func (q *CQ) Read(out []Completion, timeout int) (int, fi.Errno) {
 	if timeout > 0 {
 		deadline = time.Now().Add(time.Duration(timeout-1) * time.Millisecond)
 	}
+	var w watchSet
 	for spins := 0; ; spins++ {
-		q.progress()
+		w.n, w.busy, w.net = 0, false, false
+		q.collect(&w)
 		q.mu.Lock()
+		q.gate.publish(&w)
 		if len(q.errs) > 0 {
 			q.mu.Unlock()
 			return 0, fi.EAVAIL
@@ -128,6 +155,7 @@ func (q *CQ) Read(out []Completion, timeout int) (int, fi.Errno) {
 		q.head += n
 		if q.head == len(q.entries) {
 			q.entries, q.head = q.entries[:0], 0
+			q.gate.setPending(false)
 		}
 		q.mu.Unlock()
 		if n > 0 {
@@ -159,6 +187,7 @@ func (q *CQ) ReadErr() (Completion, bool) {
 	}
 	c := q.errs[0]
 	q.errs = q.errs[1:]
+	q.gate.setPending(len(q.errs) > 0 || q.head < len(q.entries))
 	return c, true
 }
 
@@ -172,10 +201,7 @@ func (q *CQ) Signal() {
 
 // Close closes the CQ; endpoints bound to it must be closed first.
 func (q *CQ) Close() error {
-	q.mu.Lock()
-	n := len(q.eps)
-	q.mu.Unlock()
-	if n > 0 {
+	if n := len(q.endpoints()); n > 0 {
 		return fi.Wrap(fi.EBUSY, "CQ still bound to %d endpoint(s)", n)
 	}
 	q.Domain.put()

@@ -72,6 +72,8 @@ type Endpoint struct {
 	ipcSends int // IPC sends awaiting their ack
 	ipcTick  int
 	ipcMaps  ipcCache // peers' allocations mapped here
+
+	fast *fastMem // C's fast send path (fast.go); nil in Go tests
 }
 
 // defaultUnexpMax bounds buffered unexpected payload per endpoint.
@@ -186,6 +188,7 @@ func (e *Endpoint) Bind(obj any, flags uint64) error {
 	default:
 		return fi.Wrap(fi.EINVAL, "cannot bind %T to an endpoint", obj)
 	}
+	e.refreshFast()
 	return nil
 }
 
@@ -203,6 +206,7 @@ func (e *Endpoint) Enable() error {
 		return fi.Wrap(fi.ENOCQ, "endpoint has no CQ or counter bound")
 	}
 	e.enabled = true
+	e.refreshFast()
 	return nil
 }
 
@@ -222,6 +226,7 @@ func (e *Endpoint) OpsFlags(v *uint64, set bool) error {
 	}
 	if set {
 		*p = *v &^ (fi.SEND | fi.RECV)
+		e.refreshFast()
 	} else {
 		*v = *p | dir
 	}
@@ -247,6 +252,15 @@ func (e *Endpoint) Close() error {
 	if envBool(EnvDumpStats) {
 		e.dumpStats(os.Stderr)
 	}
+	// Stop C's fast sends and leave the CQs first: both may be reading
+	// shm memory that closing the cores unmaps.
+	e.closeFast()
+	if e.txCQ != nil {
+		e.txCQ.detach(e)
+	}
+	if e.rxCQ != nil && e.rxCQ != e.txCQ {
+		e.rxCQ.detach(e)
+	}
 	err := e.closeCores()
 	for _, s := range e.sends {
 		e.stage.put(s.stage)
@@ -261,12 +275,6 @@ func (e *Endpoint) Close() error {
 		e.av.mu.Lock()
 		e.av.eps--
 		e.av.mu.Unlock()
-	}
-	if e.txCQ != nil {
-		e.txCQ.detach(e)
-	}
-	if e.rxCQ != nil && e.rxCQ != e.txCQ {
-		e.rxCQ.detach(e)
 	}
 	seen := map[*Cntr]bool{}
 	for _, c := range e.cntrs {

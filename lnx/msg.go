@@ -125,6 +125,7 @@ func (e *Endpoint) Send(op *Op) error {
 	if !e.enabled {
 		return fi.Wrap(fi.EOPBADSTATE, "endpoint not enabled")
 	}
+	defer e.kickIfBusy()
 	rt, err := e.route(op.Addr)
 	if err != nil {
 		return err
@@ -250,6 +251,7 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 		}
 		rt := &route{kind: kindShm, shm: p}
 		e.routes[addr] = rt
+		e.publishFast(addr, rt)
 		return rt, nil
 	}
 	nets := netAddrsOf(ent.addr)
@@ -287,6 +289,7 @@ func (e *Endpoint) Recv(op *Op) error {
 	if !e.enabled {
 		return fi.Wrap(fi.EOPBADSTATE, "endpoint not enabled")
 	}
+	defer e.kickIfBusy()
 	q := e.queue(op.Tagged)
 	kind := opKindFlags(op.Tagged)
 	if flags&fi.PEEK != 0 {
@@ -510,6 +513,50 @@ func (e *Endpoint) progress() {
 	e.mu.Lock()
 	e.progressLocked()
 	e.mu.Unlock()
+}
+
+// progressWatch is progress for a CQ read that C's gate let through after
+// idle idle answers; it adds to w what C may watch until the next one.
+func (e *Endpoint) progressWatch(idle int, w *watchSet) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.netTick += idle // the network cadence counts the reads C answered
+	e.progressLocked()
+	if !e.enabled || w.busy {
+		return
+	}
+	w.net = w.net || len(e.nets) > 0
+	if e.needsPoll() {
+		w.busy = true
+		return
+	}
+	if e.shm != nil {
+		n, ok := e.shm.IdleWords(w.words[w.n:])
+		w.n += n
+		w.busy = !ok
+	}
+}
+
+// needsPoll reports whether progress has work that no shm word announces:
+// network traffic in flight, rendezvous and IPC sends awaiting their
+// acknowledgement, acknowledgements to send, pulls, shm sends to reap.
+func (e *Endpoint) needsPoll() bool {
+	return len(e.acks) > 0 || e.ipcSends > 0 || len(e.sends) > 0 || len(e.pulls) > 0 ||
+		len(e.nets) > 0 && e.netHot > 0 || e.shm != nil && !e.shm.Quiet()
+}
+
+// kickIfBusy tells the CQs' gates, after an operation, that progress has
+// work no watched word announces, so the next read enters Go.
+func (e *Endpoint) kickIfBusy() {
+	if e.txCQ == nil && e.rxCQ == nil || !e.needsPoll() {
+		return
+	}
+	if e.txCQ != nil {
+		e.txCQ.gate.kick()
+	}
+	if e.rxCQ != nil && e.rxCQ != e.txCQ {
+		e.rxCQ.gate.kick()
+	}
 }
 
 func (e *Endpoint) progressLocked() {

@@ -24,9 +24,86 @@ typedef uintptr_t lnx_handle;
 
 struct lnx_fabric { struct fid_fabric fab; lnx_handle h; };
 struct lnx_domain { struct fid_domain dom; lnx_handle h; };
-struct lnx_ep     { struct fid_ep ep; lnx_handle h; };
+struct lnx_fast;
+struct lnx_ep     { struct fid_ep ep; lnx_handle h; struct lnx_fast *fast; };
 struct lnx_av     { struct fid_av av; lnx_handle h; };
-struct lnx_cq     { struct fid_cq cq; lnx_handle h; };
+/*
+ * A CQ's gate (lnx/gate.go, whose gateMem mirrors it): lets fi_cq_read
+ * answer an idle poll in C. Go publishes the shm words whose change means
+ * a message arrived; C enters Go only when one changed, completions are
+ * pending, Go set open, or after skip_max idle answers in a row.
+ */
+#define LNX_GATE_WATCHES 32
+struct lnx_gate_watch {
+	uintptr_t p;  /* const volatile uint64_t * in an shm region */
+	uint64_t v;
+	uint64_t eq;  /* 1: work once *p == v; 0: work once *p != v */
+};
+struct lnx_gate {
+	uint32_t pending;  /* Go: completions or errors queued */
+	uint32_t open;     /* Go: every read must enter Go */
+	uint32_t skip_max; /* Go: idle answers allowed in a row */
+	uint32_t n;        /* Go: watches in use */
+	uint32_t readers;  /* C: readers scanning the watches */
+	uint32_t idle;     /* C: idle answers since Go last ran */
+	uint32_t seq;      /* Go: odd while the watches are rewritten */
+	uint32_t pad;
+	struct lnx_gate_watch w[LNX_GATE_WATCHES];
+};
+
+/*
+ * Send completions written by C (the fast send path below), read by
+ * fi_cq_read before anything else. Guarded by lock: C senders and C
+ * readers only; Go never touches it.
+ */
+#define LNX_CRING 256
+struct lnx_cring {
+	uint32_t lock;
+	uint32_t format; /* the CQ's FI_CQ_FORMAT_* (never UNSPEC) */
+	uint64_t head, tail;
+	struct { void *ctx; uint64_t flags; } e[LNX_CRING];
+};
+
+struct lnx_cq     { struct fid_cq cq; lnx_handle h; struct lnx_gate gate; struct lnx_cring cring; };
+
+/*
+ * A peer's send-side ring state (shm.TxSlot mirrors it): C appends small
+ * eager records to the peer's shm ring under lock, as shm.Endpoint.Send
+ * does, when ready says the ring is claimed and mapped.
+ */
+struct lnx_txslot {
+	uint32_t lock;
+	uint32_t ready;
+	uintptr_t ring;
+	uint64_t mask, size, tail, head_cache, salt, eager_max;
+	uintptr_t fwd_head; /* const volatile uint64_t *: receiver's consumed position */
+	uint8_t pad[48];
+};
+/* shm ring records (shm/layout.go): a 48-byte header {stamp, kind|flags,
+ * tag, data, size, cookie}, payload inline, 64-byte aligned; the stamp,
+ * (pos ^ salt) | 1, is written last. */
+#define LNX_REC_HDR   48
+#define LNX_REC_LINE  64
+#define LNX_REC_EAGER 2
+struct lnx_rec { uint64_t stamp, kf, tag, data, size, cookie; };
+/* lnx's message header flags (lnx/msg.go), carried in kf's top half. */
+#define LNX_HDR_TAGGED 0x1
+#define LNX_HDR_DATA   0x2
+
+/*
+ * An endpoint's fast send path (lnx/fast.go, whose fastMem mirrors it): Go
+ * says whether C may write small sends itself (on) and publishes the shm
+ * peers by fi_addr; C falls back to Go for anything else.
+ */
+#define LNX_FAST_PEERS 4096
+struct lnx_fast {
+	uint32_t on;          /* Go: C may send */
+	uint32_t tx_sel;      /* Go: FI_SELECTIVE_COMPLETION on the transmit CQ */
+	uint64_t tx_flags;    /* Go: default transmit op flags */
+	uint64_t inject_size; /* Go */
+	struct lnx_cring *cring; /* C: the transmit CQ's completion ring */
+	uintptr_t peer[LNX_FAST_PEERS]; /* Go: fi_addr -> struct lnx_txslot * (0: ask Go) */
+};
 struct lnx_cntr   { struct fid_cntr cntr; lnx_handle h; };
 struct lnx_mr     { struct fid_mr mr; lnx_handle h; };
 
@@ -35,9 +112,12 @@ extern struct fi_provider lnx_prov;
 /* Object constructors (objects.c): wrap a Go handle in a fid. */
 struct fid_fabric *lnx_new_fabric(lnx_handle h, void *context);
 struct fid_domain *lnx_new_domain(lnx_handle h, struct fid_fabric *fabric, void *context);
-struct fid_ep *lnx_new_ep(lnx_handle h, void *context);
+struct lnx_ep *lnx_alloc_ep(void);
+void lnx_init_ep(struct lnx_ep *e, lnx_handle h, void *context);
+void lnx_free_ep(struct lnx_ep *e);
 struct fid_av *lnx_new_av(lnx_handle h, void *context);
-struct fid_cq *lnx_new_cq(lnx_handle h, void *context);
+struct lnx_cq *lnx_alloc_cq(void);
+void lnx_init_cq(struct lnx_cq *c, lnx_handle h, void *context);
 struct fid_cntr *lnx_new_cntr(lnx_handle h, void *context);
 
 /* Kinds of object a handle designates, for fi_ep_bind. */

@@ -1,0 +1,177 @@
+package lnx
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/lnx-go/lnx-go/shm"
+)
+
+// A gate lets the C side of fi_cq_read answer an idle poll without
+// entering Go: entering costs a cgo callback, several times what an idle
+// poll of the shm core costs. Go publishes, after each progress, the words
+// of shared memory whose change means a message has arrived (see
+// shm.Endpoint.IdleWords); C reads them and calls Go only when one changed,
+// when completions are queued, when Go asked to be called (open), or after
+// skipMax idle answers in a row (so that slower duties such as network
+// polls and housekeeping still run).
+//
+// The memory is C's (struct lnx_gate in capi/include/lnx_capi.h, which
+// gateMem mirrors; capi's tests compare the layouts). Pointers are stored
+// as uintptr: they point into shm regions, never into the Go heap, and a
+// typed pointer store into C memory would run the GC's write barrier over
+// whatever the word held before.
+type gateMem struct {
+	pending uint32 // completions or errors queued
+	open    uint32 // every read must enter Go
+	skipMax uint32 // idle answers C may give in a row
+	n       uint32 // watches in use
+	readers uint32 // C readers scanning the watches
+	idle    uint32 // C's idle answers since Go last ran
+	seq     uint32 // odd while Go rewrites the watches
+	_       uint32
+	w       [gateWatches]gateWatch
+}
+
+type gateWatch struct {
+	p  uintptr // *uint64 in an shm region
+	v  uint64
+	eq uint64 // 1: work once *p == v; 0: work once *p != v
+}
+
+const gateWatches = GateWatches
+
+// GateWatches is LNX_GATE_WATCHES.
+const GateWatches = 32
+
+// Idle answers C may give in a row: with only shm to watch, rarely call Go
+// (housekeeping is time based); with a network core, often enough that its
+// polling cadence (netPollGap) is kept.
+const (
+	gateSkipShm = 256
+	gateSkipNet = netPollGap
+)
+
+// GateSize is the size of struct lnx_gate; GateWatchOffset the offset of
+// its watch array and GateWatchSize one watch's size (checked by capi).
+const (
+	GateSize        = unsafe.Sizeof(gateMem{})
+	GateWatchOffset = unsafe.Offsetof(gateMem{}.w)
+	GateWatchSize   = unsafe.Sizeof(gateWatch{})
+	GateReadersOff  = unsafe.Offsetof(gateMem{}.readers)
+	GateSeqOff      = unsafe.Offsetof(gateMem{}.seq)
+)
+
+// gate is a CQ's view of its C gate; without C memory (Go tests) it does
+// nothing.
+type gate struct {
+	m     *gateMem
+	kicks atomic.Uint32 // operations since which the watches may be stale
+}
+
+// SetGate gives the CQ the C memory of its gate (struct lnx_gate, zeroed:
+// every read enters Go until the first publish).
+func (q *CQ) SetGate(p unsafe.Pointer) {
+	q.mu.Lock()
+	q.gate.m = (*gateMem)(p)
+	q.mu.Unlock()
+}
+
+// watchSet collects the words one Read's progress left to watch.
+type watchSet struct {
+	n     int
+	busy  bool // some endpoint needs Go on every read
+	net   bool // some endpoint has a network core
+	kicks uint32
+	words [gateWatches]shm.Word
+}
+
+// setPending records whether completions are queued (q.mu held). C takes
+// it as a hint and Go rechecks under q.mu, so a release store will do.
+func (g *gate) setPending(v bool) {
+	if g.m == nil {
+		return
+	}
+	var x uint32
+	if v {
+		x = 1
+	}
+	if g.m.pending != x {
+		storeRelease32(&g.m.pending, x)
+	}
+}
+
+// kick makes reads enter Go until the next publish that started after it:
+// an operation changed what progress has to do.
+func (g *gate) kick() {
+	if g.m == nil {
+		return
+	}
+	g.kicks.Add(1)
+	if atomic.LoadUint32(&g.m.open) == 0 {
+		atomic.StoreUint32(&g.m.open, 1)
+	}
+}
+
+// takeIdle returns and clears the count of idle answers C gave since Go
+// last ran.
+func (g *gate) takeIdle() int {
+	if g.m == nil {
+		return 0
+	}
+	n := atomic.LoadUint32(&g.m.idle)
+	if n != 0 {
+		atomic.StoreUint32(&g.m.idle, 0)
+	}
+	return int(n)
+}
+
+// publish installs w (q.mu held) unless an operation kicked the gate since
+// w was collected. The watches are rewritten between two increments of
+// seq, so a reader that saw seq odd or changed ignores what it read (a
+// seqlock).
+func (g *gate) publish(w *watchSet) {
+	if g.m == nil || w.busy || g.kicks.Load() != w.kicks {
+		if g.m != nil && atomic.LoadUint32(&g.m.open) == 0 {
+			atomic.StoreUint32(&g.m.open, 1)
+		}
+		return
+	}
+	// Only Go writes the gate (under q.mu), so seq needs no atomic
+	// increment; release stores keep the rewrite inside the odd seq.
+	m := g.m
+	seq := m.seq
+	storeRelease32(&m.seq, seq+1)
+	for i, x := range w.words[:w.n] {
+		eq := uint64(0)
+		if x.Eq {
+			eq = 1
+		}
+		m.w[i] = gateWatch{p: uintptr(unsafe.Pointer(x.P)), v: x.V, eq: eq}
+	}
+	storeRelease32(&m.n, uint32(w.n))
+	skip := uint32(gateSkipShm)
+	if w.net {
+		skip = gateSkipNet
+	}
+	storeRelease32(&m.skipMax, skip)
+	storeRelease32(&m.seq, seq+2)
+	if m.open != 0 {
+		storeRelease32(&m.open, 0)
+	}
+}
+
+// quiesce stops C from reading the watches because an endpoint is leaving
+// and its region will be unmapped: open is set, then every reader that
+// may have missed it is waited for (q.mu held).
+func (g *gate) quiesce() {
+	if g.m == nil {
+		return
+	}
+	g.kicks.Add(1)
+	atomic.StoreUint32(&g.m.open, 1)
+	for atomic.LoadUint32(&g.m.readers) != 0 {
+		// A reader scans at most gateWatches words: this spins briefly.
+	}
+	atomic.StoreUint32(&g.m.n, 0)
+}
