@@ -44,6 +44,7 @@
 #define WINDOW 64
 #define TAG_DATA 0x1234
 #define TAG_ACK 0x99
+#define WARMUP 50000 /* 1-byte round trips before the first size */
 
 struct bcase { char label[32]; char prov[64]; char links[256]; char node[64]; char mode[16]; char env[128]; };
 
@@ -269,6 +270,23 @@ static void run_rank(int rank, const struct bcase *bc, int rfd, int wfd, int res
 	}
 	setup(&c, bc, maxsize, rfd, wfd);
 	struct result res = {0};
+
+	/* Warm-up before any measurement, the same for every case: a process
+	 * that has just started runs slower for some milliseconds (page
+	 * faults, lazy binding, and for lnx the Go runtime's monitor thread,
+	 * which wakes every 20 us at first and backs off to 10 ms). */
+	for (int i = 0; i < WARMUP; i++) {
+		if (rank == 0) {
+			post_recv(&c, 1, TAG_DATA, 1);
+			post_send(&c, 1, TAG_DATA, 0);
+			wait_n(&c, 2);
+		} else {
+			post_recv(&c, 1, TAG_DATA, 1);
+			wait_n(&c, 1);
+			post_send(&c, 1, TAG_DATA, 0);
+			wait_n(&c, 1);
+		}
+	}
 
 	for (int s = 0; s < nsizes; s++) {
 		size_t len = sizes[s];
