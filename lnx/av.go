@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lnx-go/lnx-go/lnx/fi"
 	"github.com/lnx-go/lnx-go/lnx/logging"
@@ -26,6 +27,7 @@ type AV struct {
 	byShm   map[uint64]uint64 // shm endpoint id -> fi_addr
 	byNet   map[uint64]uint64 // network transport id -> fi_addr
 	eps     int
+	gen     atomic.Uint64 // bumped by every Insert and Remove
 }
 
 type avEntry struct {
@@ -51,6 +53,7 @@ func (d *Domain) OpenAV(attr AVAttr) (*AV, error) {
 func (av *AV) Insert(blob []byte, count int, out []uint64) int {
 	av.mu.Lock()
 	defer av.mu.Unlock()
+	defer av.gen.Add(1)
 	n := 0
 	for i := 0; i < count; i++ {
 		raw := blob[i*AddrLen : (i+1)*AddrLen]
@@ -85,6 +88,7 @@ func (av *AV) Insert(blob []byte, count int, out []uint64) int {
 func (av *AV) Remove(addrs []uint64) error {
 	av.mu.Lock()
 	defer av.mu.Unlock()
+	defer av.gen.Add(1)
 	for _, a := range addrs {
 		if a >= uint64(len(av.entries)) || av.entries[a] == nil {
 			return fi.Wrap(fi.EINVAL, "fi_av_remove: %d is not in the AV", a)

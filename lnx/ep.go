@@ -74,6 +74,8 @@ type Endpoint struct {
 	ipcMaps  ipcCache // peers' allocations mapped here
 
 	fast *fastMem // C's fast send path (fast.go); nil in Go tests
+
+	srcCache struct{ id, gen, addr uint64 } // shmSource's last answer
 }
 
 // defaultUnexpMax bounds buffered unexpected payload per endpoint.
@@ -87,7 +89,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	e := &Endpoint{Domain: d, Info: info, cntrs: map[uint64]*Cntr{},
 		node: NodeID(), routes: map[uint64]*route{}, sends: map[uint64]*sendCtx{},
 		netEvery: 1, pulls: map[*pendingPull]struct{}{},
-		tagged: peers.NewQueue(true), untagged: peers.NewQueue(false), unexpMax: envSize(EnvUnexpMax, defaultUnexpMax)}
+		tagged: peers.NewSerialQueue(true), untagged: peers.NewSerialQueue(false), unexpMax: envSize(EnvUnexpMax, defaultUnexpMax)}
 	if info.HasTx {
 		e.txFlags = info.Tx.OpFlags
 	}

@@ -629,7 +629,18 @@ func (e *Endpoint) onSendDone(id uint64, err error) {
 // the sender's ring fills and it sees -FI_EAGAIN: flow control instead of
 // unbounded buffering.
 func (e *Endpoint) onArrival(a *shm.Arrival) bool {
-	return e.arrive(e.av.byShmID(a.Src), msgHdr(a.Hdr), a.Size, a.Eager, rndv{shm: a.Rndv}, kindShm)
+	return e.arrive(e.shmSource(a.Src), msgHdr(a.Hdr), a.Size, a.Eager, rndv{shm: a.Rndv}, kindShm)
+}
+
+// shmSource maps a shm sender id to its fi_addr, remembering the last
+// answer until the AV changes: consecutive messages mostly come from one
+// peer, and the AV lookup takes a lock.
+func (e *Endpoint) shmSource(id uint64) uint64 {
+	c := &e.srcCache
+	if gen := e.av.gen.Load(); c.id != id || c.gen != gen || c.id == 0 {
+		c.id, c.gen, c.addr = id, gen, e.av.byShmID(id)
+	}
+	return c.addr
 }
 
 // netArrival makes the arrival callback of one network core, so that a

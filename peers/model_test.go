@@ -117,7 +117,12 @@ var (
 // runModel applies the op stream in data to a Queue and to refQueue and fails
 // on the first divergence in results, counters or internal invariants.
 func runModel(t testing.TB, tagged bool, data []byte) {
-	q := NewQueue(tagged)
+	runModelWith(t, NewQueue, tagged, data)
+}
+
+// runModelWith is runModel for a Queue made by newQueue.
+func runModelWith(t testing.TB, newQueue func(bool) *Queue, tagged bool, data []byte) {
+	q := newQueue(tagged)
 	ref := newRef(tagged)
 	in := &opReader{data: data}
 
@@ -363,7 +368,13 @@ func runModel(t testing.TB, tagged bool, data []byte) {
 func TestModelRandom(t *testing.T) {
 	for _, tagged := range []bool{true, false} {
 		for seed := range uint64(20) {
-			t.Run(fmt.Sprintf("tagged=%v/seed=%d", tagged, seed), func(t *testing.T) {
+			// Odd seeds check the serial Queue: the same matching without
+			// a lock of its own.
+			newQueue, kind := NewQueue, "locked"
+			if seed%2 == 1 {
+				newQueue, kind = NewSerialQueue, "serial"
+			}
+			t.Run(fmt.Sprintf("tagged=%v/%s/seed=%d", tagged, kind, seed), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 				// ~3000 ops; bias toward post/arrive in some seeds so the
 				// queues grow long.
@@ -371,7 +382,7 @@ func TestModelRandom(t *testing.T) {
 				for i := range data {
 					data[i] = byte(rng.Uint32())
 				}
-				runModel(t, tagged, data)
+				runModelWith(t, newQueue, tagged, data)
 			})
 		}
 	}
