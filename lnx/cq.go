@@ -125,10 +125,10 @@ func (q *CQ) progress() {
 // collect drives the bound endpoints and collects in w what C may watch
 // until the next call.
 func (q *CQ) collect(w *watchSet) {
-	idle := q.gate.takeIdle()
+	q.gate.takeIdle()
 	w.kicks = q.gate.kicks.Load()
 	for _, e := range q.endpoints() {
-		e.progressWatch(idle, w)
+		e.progressWatch(w)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lnx-go/lnx-go/hmem"
 	"github.com/lnx-go/lnx-go/lnx/fi"
@@ -54,8 +55,10 @@ type Endpoint struct {
 	stats [numCoreKinds]coreStats
 
 	// Network polling cadence (see progressLocked).
-	netTick, netEvery, netHot int
-	pulls                     map[*pendingPull]struct{} // network pulls in flight
+	netHot  int
+	netLast time.Duration // since t0, when a quiet network core was last polled
+	t0      time.Time
+	pulls   map[*pendingPull]struct{} // network pulls in flight
 
 	// Hot-path scratch, to keep small messages allocation-free.
 	arriveFn  func(*shm.Arrival) bool
@@ -88,7 +91,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	}
 	e := &Endpoint{Domain: d, Info: info, cntrs: map[uint64]*Cntr{},
 		node: NodeID(), routes: map[uint64]*route{}, sends: map[uint64]*sendCtx{},
-		netEvery: 1, pulls: map[*pendingPull]struct{}{},
+		t0: time.Now(), pulls: map[*pendingPull]struct{}{},
 		tagged: peers.NewSerialQueue(true), untagged: peers.NewSerialQueue(false), unexpMax: envSize(EnvUnexpMax, defaultUnexpMax)}
 	if info.HasTx {
 		e.txFlags = info.Tx.OpFlags

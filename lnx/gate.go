@@ -44,12 +44,12 @@ const gateWatches = GateWatches
 // GateWatches is LNX_GATE_WATCHES.
 const GateWatches = 32
 
-// Idle answers C may give in a row: with only shm to watch, rarely call Go
-// (housekeeping is time based); with a network core, often enough that its
-// polling cadence (netPollGap) is kept.
+// Idle answers C may give in a row: rarely call Go when only shm words
+// announce work (housekeeping is time based), more often with a network
+// core, which Go polls on a clock (netQuietGap).
 const (
 	gateSkipShm = 256
-	gateSkipNet = netPollGap
+	gateSkipNet = 64
 )
 
 // GateSize is the size of struct lnx_gate; GateWatchOffset the offset of
@@ -113,17 +113,11 @@ func (g *gate) kick() {
 	}
 }
 
-// takeIdle returns and clears the count of idle answers C gave since Go
-// last ran.
-func (g *gate) takeIdle() int {
-	if g.m == nil {
-		return 0
+// takeIdle clears the count of idle answers C gave since Go last ran.
+func (g *gate) takeIdle() {
+	if g.m != nil && g.m.idle != 0 {
+		storeRelease32(&g.m.idle, 0)
 	}
-	n := atomic.LoadUint32(&g.m.idle)
-	if n != 0 {
-		atomic.StoreUint32(&g.m.idle, 0)
-	}
-	return int(n)
 }
 
 // publish installs w (q.mu held) unless an operation kicked the gate since

@@ -2,6 +2,7 @@ package lnx
 
 import (
 	"errors"
+	"time"
 	"unsafe"
 
 	"github.com/lnx-go/lnx-go/lnx/fi"
@@ -515,12 +516,11 @@ func (e *Endpoint) progress() {
 	e.mu.Unlock()
 }
 
-// progressWatch is progress for a CQ read that C's gate let through after
-// idle idle answers; it adds to w what C may watch until the next one.
-func (e *Endpoint) progressWatch(idle int, w *watchSet) {
+// progressWatch is progress for a CQ read that C's gate let through; it
+// adds to w what C may watch until the next one.
+func (e *Endpoint) progressWatch(w *watchSet) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.netTick += idle // the network cadence counts the reads C answered
 	e.progressLocked()
 	if !e.enabled || w.busy {
 		return
@@ -575,39 +575,38 @@ func (e *Endpoint) progressLocked() {
 	if len(e.nets) == 0 {
 		return
 	}
-	// Polling a network core costs a system call (rxm/tcp progress polls
+	// Polling a network core costs system calls (rxm/tcp progress polls
 	// its sockets), several times a whole shm round trip. Right after
 	// network activity (an event, a send of ours, work in flight) poll it
 	// every time for netHotPolls calls; once it has been quiet that long,
-	// poll it every netEvery-th time, doubling the gap up to netPollGap.
+	// poll it once every netQuietGap, so that a same-node exchange running
+	// beside a quiet network core keeps shm's latency.
 	if e.netHot > 0 {
 		e.netHot--
-	} else if e.netTick++; e.netTick < e.netEvery {
+	} else if now := time.Since(e.t0); now-e.netLast >= netQuietGap {
+		e.netLast = now
+	} else {
 		return
 	}
-	e.netTick = 0
 	n := 0
 	for i, t := range e.nets {
 		n += t.Poll(e.netArrive[i], e.sendDone, e.pullDone)
 	}
-	switch {
-	case n > 0 || len(e.sends) > 0 || len(e.pulls) > 0:
+	if n > 0 || len(e.sends) > 0 || len(e.pulls) > 0 {
 		e.netBusy()
-	case e.netHot == 0 && e.netEvery < netPollGap:
-		e.netEvery *= 2
 	}
 }
 
 // netBusy marks network activity: poll the network cores every time for a
 // while.
-func (e *Endpoint) netBusy() { e.netHot, e.netEvery = netHotPolls, 1 }
+func (e *Endpoint) netBusy() { e.netHot = netHotPolls }
 
-// A quiet network core is polled at least every netPollGap progress calls
-// (added latency after a long silence: that many shm polls, under a
-// microsecond each); netHotPolls progress calls after activity it is polled
-// on every call (tens of microseconds: longer than a network round trip).
+// A quiet network core is polled every netQuietGap (the most a message
+// from another node waits after a long silence, a fraction of a network
+// round trip); netHotPolls progress calls after activity it is polled on
+// every call (tens of microseconds: longer than a network round trip).
 const (
-	netPollGap  = 16
+	netQuietGap = 20 * time.Microsecond
 	netHotPolls = 4096
 )
 
