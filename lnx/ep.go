@@ -212,6 +212,7 @@ func (e *Endpoint) Enable() error {
 	}
 	e.enabled = true
 	e.refreshFast()
+	e.kick() // the CQs have nothing of this endpoint to watch yet
 	return nil
 }
 

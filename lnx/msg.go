@@ -548,9 +548,13 @@ func (e *Endpoint) needsPoll() bool {
 // kickIfBusy tells the CQs' gates, after an operation, that progress has
 // work no watched word announces, so the next read enters Go.
 func (e *Endpoint) kickIfBusy() {
-	if e.txCQ == nil && e.rxCQ == nil || !e.needsPoll() {
-		return
+	if e.needsPoll() {
+		e.kick()
 	}
+}
+
+// kick makes the next read of the endpoint's CQs enter Go.
+func (e *Endpoint) kick() {
 	if e.txCQ != nil {
 		e.txCQ.gate.kick()
 	}
