@@ -123,7 +123,8 @@ static int lnx_tp_drain(struct lnx_tp *t, int max) {
 	int n = 0;
 	if (max > LNX_EV_MAX) max = LNX_EV_MAX;
 	while (n < max) {
-		ssize_t r = fi_cq_read(t->cq, t->ents, (size_t)(max - n));
+		ssize_t want = max - n;
+		ssize_t r = fi_cq_read(t->cq, t->ents, (size_t)want);
 		if (r > 0) {
 			for (ssize_t i = 0; i < r; i++) {
 				struct lnx_ev *ev = &t->evs[n++];
@@ -133,6 +134,10 @@ static int lnx_tp_drain(struct lnx_tp *t, int max) {
 				ev->len = t->ents[i].len;
 				ev->olen = 0;
 			}
+			// Fewer than asked: the CQ was empty after this read's
+			// progress. Another read would only run the core's progress
+			// (system calls) again for nothing.
+			if (r < want) break;
 			continue;
 		}
 		if (r == -FI_EAVAIL) {
