@@ -44,6 +44,7 @@ struct lnx_tp {
 	struct lnx_op *ops;
 	size_t nops;
 	size_t inject, tx_iov, rx_iov, tx_size;
+	uint64_t reads;    // fi_cq_read calls (each runs the core's progress)
 	struct fi_cq_tagged_entry ents[LNX_EV_MAX];
 	struct lnx_ev evs[LNX_EV_MAX];
 };
@@ -125,6 +126,7 @@ static int lnx_tp_drain(struct lnx_tp *t, int max) {
 	while (n < max) {
 		ssize_t want = max - n;
 		ssize_t r = fi_cq_read(t->cq, t->ents, (size_t)want);
+		t->reads++;
 		if (r > 0) {
 			for (ssize_t i = 0; i < r; i++) {
 				struct lnx_ev *ev = &t->evs[n++];
@@ -276,6 +278,9 @@ func (k *core) avInsert(name []byte) (uint64, error) {
 }
 
 func (k *core) drain(max int) int { return int(C.lnx_tp_drain(k.c, C.int(max))) }
+
+// reads is the number of fi_cq_read calls made on the core CQ so far.
+func (k *core) reads() uint64 { return uint64(k.c.reads) }
 
 // The post functions return 0, -FI_EAGAIN or another negative fi_errno.
 

@@ -227,6 +227,7 @@ type Stats struct {
 	DeadPeers    uint64 // peers declared gone
 	Malformed    uint64 // dropped control messages
 	CoreErrors   uint64 // error completions read from the core CQ
+	CoreReads    uint64 // fi_cq_read calls on the core CQ (each runs the core's progress)
 	Abandoned    uint64 // core operations left behind by a gone peer
 	LeakedCloses uint64 // Close left the core endpoint open (see Close)
 }
@@ -449,6 +450,9 @@ func (t *Transport) Stats() Stats {
 	s := t.stats
 	s.Peers = len(t.peers)
 	s.Outstanding = len(t.ops) - len(t.free)
+	if t.k.c != nil {
+		s.CoreReads = t.k.reads()
+	}
 	return s
 }
 

@@ -721,3 +721,34 @@ func TestOpenConfig(t *testing.T) {
 		t.Fatalf("empty arrival %+v", g)
 	}
 }
+
+// TestOneCoreReadPerPoll: a Poll that finds fewer completions than a batch
+// reads the core CQ once. Every fi_cq_read runs the core's progress (system
+// calls on tcp;ofi_rxm); a second, empty read per event cost ~1-2 us of
+// one-way latency.
+func TestOneCoreReadPerPoll(t *testing.T) {
+	a, b, ab, _ := pair(t, testCfg)
+	payload := make([]byte, 100) // above the inject size: a send completion too
+	for i := 0; i < 20; i++ {
+		n0 := len(b.arr)
+		send(t, a, ab, Hdr{Tag: uint64(i)}, [][]byte{payload}, uint64(i), b)
+		deadline := time.Now().Add(20 * time.Second)
+		for len(b.arr) == n0 || !hasKey(a.done, uint64(i)) {
+			for _, r := range []*rec{a, b} {
+				before := r.t.Stats().CoreReads
+				r.poll()
+				if d := r.t.Stats().CoreReads - before; d != 1 {
+					t.Fatalf("message %d: one Poll made %d core CQ reads", i, d)
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("message %d: no arrival", i)
+			}
+		}
+	}
+}
+
+func hasKey(m map[uint64]error, k uint64) bool {
+	_, ok := m[k]
+	return ok
+}
