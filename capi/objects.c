@@ -42,7 +42,14 @@ static int ep_close(struct fid *fid)
 	return ret;
 }
 static int av_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_av, fid)); }
-static int cq_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_cq, fid)); }
+static int cq_close(struct fid *fid)
+{
+	struct lnx_cq *c = (struct lnx_cq *)(void *)fid;
+	int ret = lnx_go_close(c->h);
+	if (ret == 0)
+		lnx_free_cq(c);
+	return ret;
+}
 static int cntr_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_cntr, fid)); }
 
 /* ---- fabric ------------------------------------------------------------- */
@@ -125,10 +132,10 @@ static int domain_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 		return -FI_ENOMEM;
 	int ret = lnx_go_cq_open(LNX_H(lnx_domain, domain), attr, &c->gate, &h);
 	if (ret) {
-		free(c);
+		lnx_free_cq(c);
 		return ret;
 	}
-	c->cring.format = attr && attr->format != FI_CQ_FORMAT_UNSPEC ? attr->format : FI_CQ_FORMAT_CONTEXT;
+	c->cring->format = attr && attr->format != FI_CQ_FORMAT_UNSPEC ? attr->format : FI_CQ_FORMAT_CONTEXT;
 	lnx_init_cq(c, h, context);
 	*cq = &c->cq;
 	return 0;
@@ -331,7 +338,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	struct lnx_ep *e = (struct lnx_ep *)(void *)fid;
 	int ret = lnx_go_ep_bind(e->h, bh, kind, flags);
 	if (ret == 0 && kind == LNX_KIND_CQ && (flags & FI_TRANSMIT))
-		__atomic_store_n(&e->fast->cring, &((struct lnx_cq *)(void *)bfid)->cring, __ATOMIC_RELEASE);
+		__atomic_store_n(&e->fast->cring, ((struct lnx_cq *)(void *)bfid)->cring, __ATOMIC_RELEASE);
 	return ret;
 }
 
@@ -733,7 +740,7 @@ static ssize_t cq_read_common(struct fid_cq *cq, void *buf, size_t count, fi_add
 {
 	struct lnx_cq *c = (struct lnx_cq *)(void *)cq;
 	if (count) {
-		ssize_t n = lnx_cring_read(&c->cring, buf, count, src);
+		ssize_t n = lnx_cring_read(c->cring, buf, count, src);
 		if (n)
 			return n;
 		if (!timeout && lnx_cq_idle(&c->gate))
@@ -786,9 +793,28 @@ static struct fi_ops_cq cq_ops = {
 	.signal = cq_signal, .strerror = cq_strerror,
 };
 
+/* The completion ring is mapped rather than allocated, like the fast send
+ * table: a page of its own, outside the allocator. */
+_Static_assert(sizeof(struct lnx_cring) <= 4096, "struct lnx_cring fills one page");
+
 struct lnx_cq *lnx_alloc_cq(void)
 {
-	return calloc(1, sizeof(struct lnx_cq));
+	struct lnx_cq *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	void *r = mmap(NULL, sizeof(*c->cring), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (r == MAP_FAILED) {
+		free(c);
+		return NULL;
+	}
+	c->cring = r;
+	return c;
+}
+
+void lnx_free_cq(struct lnx_cq *c)
+{
+	munmap(c->cring, sizeof(*c->cring));
+	free(c);
 }
 
 void lnx_init_cq(struct lnx_cq *c, lnx_handle h, void *context)

@@ -56,7 +56,7 @@ struct lnx_gate {
  * fi_cq_read before anything else. Guarded by lock: C senders and C
  * readers only; Go never touches it.
  */
-#define LNX_CRING 256
+#define LNX_CRING 252 /* the ring fills one page */
 struct lnx_cring {
 	uint32_t lock;
 	uint32_t format; /* the CQ's FI_CQ_FORMAT_* (never UNSPEC) */
@@ -64,7 +64,7 @@ struct lnx_cring {
 	struct { void *ctx; uint64_t flags; } e[LNX_CRING];
 };
 
-struct lnx_cq     { struct fid_cq cq; lnx_handle h; struct lnx_gate gate; struct lnx_cring cring; };
+struct lnx_cq     { struct fid_cq cq; lnx_handle h; struct lnx_gate gate; struct lnx_cring *cring; };
 
 /*
  * A peer's send-side ring state (shm.TxSlot mirrors it): C appends small
@@ -117,6 +117,7 @@ void lnx_init_ep(struct lnx_ep *e, lnx_handle h, void *context);
 void lnx_free_ep(struct lnx_ep *e);
 struct fid_av *lnx_new_av(lnx_handle h, void *context);
 struct lnx_cq *lnx_alloc_cq(void);
+void lnx_free_cq(struct lnx_cq *c);
 void lnx_init_cq(struct lnx_cq *c, lnx_handle h, void *context);
 struct fid_cntr *lnx_new_cntr(lnx_handle h, void *context);
 
