@@ -1,0 +1,185 @@
+/*
+ * send_formats: send completions in every CQ format, between two processes.
+ *
+ * Usage: send_formats [shm|link|tcp|<links> [distinct]]   (see common.h)
+ *
+ * Small sends to a same-node peer complete in lnx's C layer (the fast send
+ * path) and larger ones in Go; both must write the CQ's format. For each of
+ * FI_CQ_FORMAT_CONTEXT, MSG, DATA and TAGGED, A sends a mix of fi_tsend
+ * (16 B, 4 KiB and 256 KiB), fi_tsenddata, fi_tinject (no completion) and
+ * fi_tsendmsg, and B receives them. A checks that exactly the expected send
+ * completions arrive, each once, with the right context and, where the
+ * format has them, FI_SEND|FI_TAGGED flags, length 0 and no data; B checks
+ * every payload, tag, length and CQ data in its format. The ctest runs it
+ * with FI_LNX_FAST_SEND on and off, which must not change anything seen.
+ */
+#include "common.h"
+
+#define N 24 /* sends with a completion */
+
+static enum fi_cq_format g_fmt;
+
+static size_t entry_size(enum fi_cq_format f)
+{
+	switch (f) {
+	case FI_CQ_FORMAT_CONTEXT: return sizeof(struct fi_cq_entry);
+	case FI_CQ_FORMAT_MSG: return sizeof(struct fi_cq_msg_entry);
+	case FI_CQ_FORMAT_DATA: return sizeof(struct fi_cq_data_entry);
+	default: return sizeof(struct fi_cq_tagged_entry);
+	}
+}
+
+/* Reads one entry of the CQ's format into a tagged entry (fields the format
+ * lacks are left 0); returns 1, or 0 on timeout. */
+static int read_one(struct fid_cq *cq, struct fi_cq_tagged_entry *out, int ms)
+{
+	union {
+		struct fi_cq_entry c;
+		struct fi_cq_msg_entry m;
+		struct fi_cq_data_entry d;
+		struct fi_cq_tagged_entry t;
+	} e;
+	uint64_t deadline = now_ms() + ms;
+	memset(out, 0, sizeof(*out));
+	for (;;) {
+		memset(&e, 0xee, sizeof(e)); /* fields the format lacks must stay untouched */
+		ssize_t r = fi_cq_read(cq, &e, 1);
+		if (r == 1)
+			break;
+		if (r == -FI_EAVAIL) {
+			struct fi_cq_err_entry err = { 0 };
+			fi_cq_readerr(cq, &err, 0);
+			FAIL("error completion: %s", fi_strerror(err.err));
+		}
+		if (r != -FI_EAGAIN)
+			FAIL("fi_cq_read -> %zd", r);
+		if (now_ms() > deadline)
+			return 0;
+	}
+	const uint8_t *raw = (const uint8_t *)&e;
+	for (size_t i = entry_size(g_fmt); i < sizeof(e); i++)
+		EXPECT(raw[i] == 0xee, "fi_cq_read wrote byte %zu, past a %zu-byte entry", i, entry_size(g_fmt));
+	out->op_context = e.c.op_context;
+	if (g_fmt == FI_CQ_FORMAT_CONTEXT)
+		return 1;
+	out->flags = e.m.flags;
+	out->len = e.m.len;
+	if (g_fmt == FI_CQ_FORMAT_MSG)
+		return 1;
+	out->buf = e.d.buf;
+	out->data = e.d.data;
+	if (g_fmt == FI_CQ_FORMAT_DATA)
+		return 1;
+	out->tag = e.t.tag;
+	return 1;
+}
+
+static size_t len_of(int i) { return i % 6 == 5 ? 256 * 1024 : i % 3 == 2 ? 4096 : 16; }
+
+static void sender(struct peer *p, void *arg)
+{
+	struct fi_context2 ctx[N];
+	uint8_t *b[N];
+	int seen[N] = { 0 };
+	uint8_t small[8];
+	fill_pattern(small, sizeof(small), 999);
+	barrier(p);
+	for (int i = 0; i < N; i++) {
+		b[i] = xmalloc(len_of(i));
+		fill_pattern(b[i], len_of(i), 700 + i);
+		fi_addr_t d = peer_addr(p);
+		if (i % 4 == 1) {
+			POST(p->l.cq, fi_tsenddata(p->l.ep, b[i], len_of(i), NULL, 0xd000 + i, d, 0x500 + i, &ctx[i]));
+		} else if (i % 8 == 3) {
+			struct iovec iov = { b[i], len_of(i) };
+			struct fi_msg_tagged m = { .msg_iov = &iov, .iov_count = 1, .addr = d,
+						   .tag = 0x500 + i, .context = &ctx[i] };
+			POST(p->l.cq, fi_tsendmsg(p->l.ep, &m, FI_COMPLETION));
+		} else {
+			POST(p->l.cq, fi_tsend(p->l.ep, b[i], len_of(i), NULL, d, 0x500 + i, &ctx[i]));
+		}
+		/* An inject between every send: it must add no completion. */
+		POST(p->l.cq, fi_tinject(p->l.ep, small, sizeof(small), d, 0x900 + i));
+	}
+	for (int k = 0; k < N; k++) {
+		struct fi_cq_tagged_entry e;
+		if (!read_one(p->l.cq, &e, WAIT_MS))
+			FAIL("format %d: %d of %d send completions", g_fmt, k, N);
+		int i = (int)((struct fi_context2 *)e.op_context - ctx);
+		EXPECT(i >= 0 && i < N, "format %d: send completion with a foreign context %p", g_fmt, e.op_context);
+		EXPECT(!seen[i]++, "format %d: send %d completed twice", g_fmt, i);
+		if (g_fmt != FI_CQ_FORMAT_CONTEXT) {
+			char fl[256];
+			EXPECT((e.flags & (FI_SEND | FI_TAGGED)) == (FI_SEND | FI_TAGGED) && !(e.flags & FI_RECV),
+			       "format %d: send %d flags %s", g_fmt, i, flags_str(e.flags, fl, sizeof(fl)));
+			EXPECT(e.len == 0, "format %d: send %d completion len %zu", g_fmt, i, e.len);
+		}
+		if (g_fmt == FI_CQ_FORMAT_DATA || g_fmt == FI_CQ_FORMAT_TAGGED)
+			EXPECT(e.data == 0, "format %d: send %d completion data %#llx", g_fmt, i,
+			       (unsigned long long)e.data);
+	}
+	/* The injects completed nothing. */
+	progress_for(p->l.cq, 50);
+	struct fi_cq_tagged_entry extra;
+	EXPECT(!read_one(p->l.cq, &extra, 100), "format %d: a completion nobody asked for (context %p)",
+	       g_fmt, extra.op_context);
+	barrier(p);
+	for (int i = 0; i < N; i++)
+		free(b[i]);
+}
+
+static void receiver(struct peer *p, void *arg)
+{
+	struct fi_context2 ctx[2 * N];
+	uint8_t *b[2 * N];
+	for (int i = 0; i < N; i++) {
+		b[2 * i] = xmalloc(len_of(i));
+		b[2 * i + 1] = xmalloc(8);
+		POST(p->l.cq, fi_trecv(p->l.ep, b[2 * i], len_of(i), NULL, peer_addr(p), 0x500 + i, 0, &ctx[2 * i]));
+		POST(p->l.cq, fi_trecv(p->l.ep, b[2 * i + 1], 8, NULL, peer_addr(p), 0x900 + i, 0, &ctx[2 * i + 1]));
+	}
+	barrier(p);
+	int seen[2 * N] = { 0 };
+	for (int k = 0; k < 2 * N; k++) {
+		struct fi_cq_tagged_entry e;
+		if (!read_one(p->l.cq, &e, WAIT_MS))
+			FAIL("format %d: %d of %d receives", g_fmt, k, 2 * N);
+		int j = (int)((struct fi_context2 *)e.op_context - ctx);
+		EXPECT(j >= 0 && j < 2 * N && !seen[j]++, "format %d: bad or repeated receive context", g_fmt);
+		int i = j / 2, inj = j % 2;
+		size_t len = inj ? 8 : len_of(i);
+		long long off = check_pattern(b[j], len, inj ? 999 : 700 + i);
+		EXPECT(off < 0, "format %d: message %d%s differs at %lld", g_fmt, i, inj ? " (inject)" : "", off);
+		if (g_fmt == FI_CQ_FORMAT_CONTEXT)
+			continue;
+		EXPECT((e.flags & (FI_RECV | FI_TAGGED)) == (FI_RECV | FI_TAGGED), "format %d: receive flags", g_fmt);
+		EXPECT(e.len == len, "format %d: message %d length %zu, want %zu", g_fmt, i, e.len, len);
+		int has_data = !inj && i % 4 == 1;
+		EXPECT(!!(e.flags & FI_REMOTE_CQ_DATA) == has_data, "format %d: message %d FI_REMOTE_CQ_DATA", g_fmt, i);
+		if (has_data && g_fmt != FI_CQ_FORMAT_MSG)
+			EXPECT(e.data == 0xd000 + (uint64_t)i, "format %d: message %d data %#llx", g_fmt, i,
+			       (unsigned long long)e.data);
+		if (g_fmt == FI_CQ_FORMAT_TAGGED)
+			EXPECT(e.tag == (inj ? 0x900u : 0x500u) + (uint64_t)i, "format %d: message %d tag", g_fmt, i);
+	}
+	barrier(p);
+	for (int j = 0; j < 2 * N; j++)
+		free(b[j]);
+}
+
+int main(int argc, char **argv)
+{
+	struct lnx_opts o = { 0 };
+	msg_test_opts(argc, argv, &o);
+	static const enum fi_cq_format fmts[] = { FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_MSG, FI_CQ_FORMAT_DATA,
+						   FI_CQ_FORMAT_TAGGED };
+	int failed = 0;
+	for (size_t f = 0; f < sizeof(fmts) / sizeof(fmts[0]); f++) {
+		g_fmt = fmts[f];
+		o.cq_format = g_fmt;
+		char name[64];
+		snprintf(name, sizeof(name), "send_formats format %d", g_fmt);
+		failed |= run_pair(name, &o, sender, receiver, NULL);
+	}
+	return failed ? 1 : 0;
+}
