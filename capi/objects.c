@@ -582,19 +582,26 @@ static struct fi_ops_rma ep_rma_ops = {
 	.injectdata = rma_nosys_injectdata,
 };
 
+/*
+ * lnx_map returns n zeroed bytes of their own mapping, or NULL. The fast
+ * send table and the completion ring live there rather than in malloc
+ * memory: the table is large and mostly never touched (its pages never
+ * become resident), and neither sits in an allocator's (or ASan's)
+ * quarantine after close.
+ */
+static void *lnx_map(size_t n)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
 struct lnx_ep *lnx_alloc_ep(void)
 {
 	struct lnx_ep *e = calloc(1, sizeof(*e));
-	if (!e)
-		return NULL;
-	/* Mapped, not allocated: the peer table is large and mostly never
-	 * touched, so its pages are never made resident. */
-	void *f = mmap(NULL, sizeof(*e->fast), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (f == MAP_FAILED) {
+	if (e && !(e->fast = lnx_map(sizeof(*e->fast)))) {
 		free(e);
-		return NULL;
+		e = NULL;
 	}
-	e->fast = f;
 	return e;
 }
 
@@ -793,21 +800,15 @@ static struct fi_ops_cq cq_ops = {
 	.signal = cq_signal, .strerror = cq_strerror,
 };
 
-/* The completion ring is mapped rather than allocated, like the fast send
- * table: a page of its own, outside the allocator. */
 _Static_assert(sizeof(struct lnx_cring) <= 4096, "struct lnx_cring fills one page");
 
 struct lnx_cq *lnx_alloc_cq(void)
 {
 	struct lnx_cq *c = calloc(1, sizeof(*c));
-	if (!c)
-		return NULL;
-	void *r = mmap(NULL, sizeof(*c->cring), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (r == MAP_FAILED) {
+	if (c && !(c->cring = lnx_map(sizeof(*c->cring)))) {
 		free(c);
-		return NULL;
+		c = NULL;
 	}
-	c->cring = r;
 	return c;
 }
 
