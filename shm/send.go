@@ -61,6 +61,7 @@ func (e *Endpoint) attach(p *Peer) error {
 		atomic.StoreUint64(&ctl.state, p.word)
 		atomic.AddUint64(&p.hdr.claimGen, 1)
 		p.ring = ring
+		p.txRing()
 		return nil
 	}
 	return ErrNoRing

@@ -108,9 +108,6 @@ func (p *Peer) txEnd() {
 		return
 	}
 	if p.ring != nil && !p.dead {
-		p.tx.Ring = uintptr(p.ring)
-		p.tx.Mask, p.tx.Size, p.tx.Salt, p.tx.EagerMax = p.mask, p.size, p.salt, p.eagerMax
-		p.tx.FwdHead = uintptr(unsafe.Pointer(&p.ctl.fwdHead))
 		p.tx.Tail, p.tx.HeadCache = p.tail, p.headCache
 		p.tx.Ready = 1
 	} else {
@@ -118,6 +115,17 @@ func (p *Peer) txEnd() {
 	}
 	p.txHeld = false
 	p.tx.unlock()
+}
+
+// txRing copies the geometry of the ring attach just claimed into p's
+// slot (Send holds its lock); it stays fixed until the ring is given up.
+func (p *Peer) txRing() {
+	if p.tx == nil {
+		return
+	}
+	p.tx.Ring = uintptr(p.ring)
+	p.tx.Mask, p.tx.Size, p.tx.Salt, p.tx.EagerMax = p.mask, p.size, p.salt, p.eagerMax
+	p.tx.FwdHead = uintptr(unsafe.Pointer(&p.ctl.fwdHead))
 }
 
 // txDisable stops outside writers before p's ring goes away.
