@@ -30,7 +30,7 @@ type gateMem struct {
 	idle    uint32 // C's idle answers since Go last ran
 	seq     uint32 // odd while Go rewrites the watches
 	_       uint32
-	w       [gateWatches]gateWatch
+	w       [GateWatches]gateWatch
 }
 
 type gateWatch struct {
@@ -38,8 +38,6 @@ type gateWatch struct {
 	v  uint64
 	eq uint64 // 1: work once *p == v; 0: work once *p != v
 }
-
-const gateWatches = GateWatches
 
 // GateWatches is LNX_GATE_WATCHES.
 const GateWatches = 32
@@ -83,7 +81,7 @@ type watchSet struct {
 	busy  bool // some endpoint needs Go on every read
 	net   bool // some endpoint has a network core
 	kicks uint32
-	words [gateWatches]shm.Word
+	words [GateWatches]shm.Word
 }
 
 // setPending records whether completions are queued (q.mu held). C takes
@@ -108,6 +106,11 @@ func (g *gate) kick() {
 		return
 	}
 	g.kicks.Add(1)
+	g.setOpen()
+}
+
+// setOpen makes every read enter Go (g.m set).
+func (g *gate) setOpen() {
 	if atomic.LoadUint32(&g.m.open) == 0 {
 		atomic.StoreUint32(&g.m.open, 1)
 	}
@@ -125,10 +128,11 @@ func (g *gate) takeIdle() {
 // seq, so a reader that saw seq odd or changed ignores what it read (a
 // seqlock).
 func (g *gate) publish(w *watchSet) {
-	if g.m == nil || w.busy || g.kicks.Load() != w.kicks {
-		if g.m != nil && atomic.LoadUint32(&g.m.open) == 0 {
-			atomic.StoreUint32(&g.m.open, 1)
-		}
+	if g.m == nil {
+		return
+	}
+	if w.busy || g.kicks.Load() != w.kicks {
+		g.setOpen()
 		return
 	}
 	// Only Go writes the gate (under q.mu), so seq needs no atomic
@@ -165,7 +169,7 @@ func (g *gate) quiesce() {
 	g.kicks.Add(1)
 	atomic.StoreUint32(&g.m.open, 1)
 	for atomic.LoadUint32(&g.m.readers) != 0 {
-		// A reader scans at most gateWatches words: this spins briefly.
+		// A reader scans at most GateWatches words: this spins briefly.
 	}
 	atomic.StoreUint32(&g.m.n, 0)
 }
