@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lnx-go/lnx-go/lnx/logging"
+	"github.com/lnx-go/lnx-go/peers/ofi"
 )
 
 // Getenv reads the process environment. capi replaces it with C getenv:
@@ -23,6 +24,7 @@ const (
 	EnvNodeID      = "FI_LNX_NODE_ID"
 	EnvUnexpMax    = "FI_LNX_UNEXPECTED_MAX"
 	EnvPeerTimeout = "FI_LNX_PEER_TIMEOUT"
+	EnvNetCredits  = "FI_LNX_NET_CREDITS"
 	defaultNetwork = "tcp;ofi_rxm"
 )
 
@@ -82,4 +84,24 @@ func envOff(name string) bool {
 		return true
 	}
 	return false
+}
+
+// netCredits reads FI_LNX_NET_CREDITS as an ofi.Config.Credits value: unset
+// is the default window, 0 turns flow control off, 1..MaxCredits is the
+// window.
+func netCredits() int {
+	v := strings.TrimSpace(Getenv(EnvNetCredits))
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil || n < 0 || n > ofi.MaxCredits:
+		logging.Warnf(logging.Core, "%s=%q is not a count from 0 to %d; using %d",
+			EnvNetCredits, v, ofi.MaxCredits, ofi.DefaultCredits)
+		return 0
+	case n == 0:
+		return -1
+	}
+	return n
 }

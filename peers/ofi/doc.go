@@ -25,7 +25,7 @@
 //
 // # Addresses
 //
-// Addr is a blob: version byte, reserved byte, core name length (uint16),
+// Addr is a blob: version byte, credit window byte, core name length (uint16),
 // the endpoint's EagerMax (uint32), its random 64-bit id and the core
 // endpoint's fi_getname bytes. Connect validates it (length, version,
 // non-zero id, name length equal to this core's address length) and inserts
@@ -65,6 +65,23 @@
 //     status "discard" (the sender completes successfully); a Pull that
 //     cannot be served (too many pieces) sends "reject" (ErrRemote).
 //   - PING: a liveness probe (below). BYE: sent by Close.
+//   - CREDIT and HELLO: flow control (below).
+//
+// # Flow control
+//
+// rxm 1.17 takes every message into buffers of its own whether or not a
+// receive is posted, so a receiver that stops reposting does not push back
+// on its senders. Each transport therefore grants every sender a window of
+// Config.Credits eager and RTS messages, advertised in byte 1 of its
+// address. A sender spends one credit per message and gets ErrAgain when it
+// has none left (the peer then counts as one it waits on, so a dead
+// receiver is detected as below). The receiver returns credits as messages
+// go to onArrival: in bytes 2-3 of its next message to that sender, or in
+// a CREDIT message once half a window is owed. A sender that runs out
+// before it ever got credits back sends HELLO (its address) once, so that a
+// receiver that never Connected to it can answer. Control messages take no
+// credits. A receiver whose owner stops taking messages thus holds at most
+// one window per sender in the core (tp_credit.go).
 //
 // The core keeps send-after-send order for one peer's untagged messages,
 // but its completion order is unspecified, so eager and RTS messages carry
@@ -73,8 +90,8 @@
 // Stats.Reordered counts them). A message that must be dropped (malformed)
 // keeps its place so that later ones still flow. If onArrival returns false,
 // delivery stops and resumes there on a later Poll; the undelivered
-// messages keep their bounce buffers out of the pool, so the core buffers
-// and eventually pushes back on the senders.
+// messages keep their bounce buffers out of the pool and their senders'
+// credits unreturned, which holds the senders back.
 //
 // The core's -FI_EAGAIN on a user Send is returned as ErrAgain. Internal
 // posts (receive re-posts, CTS, data sends) that get -FI_EAGAIN are queued

@@ -64,6 +64,11 @@ func helperMain(role string) int {
 			r.poll()
 		}
 		fmt.Println("SENT")
+	case "refuse": // progress, but take no message: senders run out of credits
+		r.refuse = 1 << 30
+		for {
+			r.poll()
+		}
 	}
 	time.Sleep(time.Hour)
 	return 0

@@ -45,6 +45,9 @@ func (t *Transport) Poll(onArrival func(*Arrival) bool, onSendDone func(sendID u
 	if len(t.deferred) != 0 && len(t.free) != 0 {
 		t.runDeferred()
 	}
+	if len(t.creditQ) != 0 {
+		t.runCredits()
+	}
 	cnt := 0
 	if onArrival != nil && t.readyHd < len(t.ready) {
 		cnt += t.deliver(onArrival)
@@ -215,6 +218,9 @@ func (t *Transport) onBounce(idx uint32, errno, provErr int, n uint64) {
 		t.repost(idx)
 		return
 	}
+	if c := le.Uint16(b[2:]); c != 0 {
+		t.gotCredits(t.peers[src], c)
+	}
 	o := &t.ops[idx]
 	switch kind := b[1]; kind {
 	case kindEager:
@@ -260,8 +266,10 @@ func (t *Transport) onBounce(idx uint32, errno, provErr int, n uint64) {
 		}
 		t.heard(t.peers[src])
 		t.onCTS(src, le.Uint32(b[4:]), le.Uint64(b[16:]), le.Uint64(b[24:]), le.Uint64(b[32:]))
-	case kindPing:
+	case kindPing, kindCredit:
 		t.heard(t.peers[src])
+	case kindHello:
+		t.onHello(src, b[hdrCommon:])
 	case kindBye:
 		if p := t.peers[src]; p != nil {
 			t.peerGone(p, fmt.Errorf("it closed its transport"))
@@ -337,6 +345,7 @@ func (t *Transport) sequence(p *Peer, idx uint32, seq uint32) {
 	}
 	t.malformed(p.id, fmt.Sprintf("sequence number %d, expected %d", seq, p.rxSeq))
 	t.repost(idx)
+	t.consumed(p)
 }
 
 // deliver hands ready arrivals to cb in order.
@@ -346,8 +355,10 @@ func (t *Transport) deliver(cb func(*Arrival) bool) int {
 		idx := uint32(t.ready[t.readyHd])
 		rx := &t.ops[idx].rx
 		if rx.kind == 0 { // a dropped message's place
+			p := rx.peer
 			t.readyHd++
 			t.repost(idx)
+			t.consumed(p)
 			continue
 		}
 		a := &t.arr
@@ -386,7 +397,9 @@ func (t *Transport) deliver(cb func(*Arrival) bool) int {
 		t.readyHd++
 		n++
 		t.stats.Arrivals++
+		p := rx.peer
 		t.repost(idx)
+		t.consumed(p)
 		if !ok {
 			break
 		}
@@ -443,6 +456,7 @@ func (t *Transport) peerGone(p *Peer, why error) {
 		return
 	}
 	p.dead = true
+	t.endStall(p)
 	t.stats.DeadPeers++
 	t.report(p.id, fmt.Errorf("%w: %016x: %v", ErrPeerGone, p.id, why))
 	gone := fmt.Errorf("%w: %016x: %v", ErrPeerGone, p.id, why)

@@ -45,18 +45,28 @@ func (t *Transport) Send(p *Peer, h Hdr, iov [][]byte, sendID uint64) (done bool
 			pieces++
 		}
 	}
+	if !t.takeCredit(p) {
+		return false, ErrAgain
+	}
 	if size > p.eagerMax {
-		return false, t.sendRndv(p, h, iov, size, pieces, sendID)
+		err := t.sendRndv(p, h, iov, size, pieces, sendID)
+		if err != nil {
+			t.refundCredit(p)
+		}
+		return false, err
 	}
 	total := hdrEager + int(size)
 	if total <= t.inject {
 		b := unsafe.Slice((*byte)(t.scratch), total)
 		putEager(b, kindEager, h, t.id, p.txSeq)
+		piggyback(p, b)
 		off := hdrEager
 		for _, x := range iov {
 			off += copy(b[off:], x)
 		}
 		if ret := t.k.inject(t.scratch, total, p.fiAddr); ret != 0 {
+			unPiggyback(p, b)
+			t.refundCredit(p)
 			return false, t.sendFailed(p, ret)
 		}
 		p.txSeq++
@@ -67,12 +77,14 @@ func (t *Transport) Send(p *Peer, h Hdr, iov [][]byte, sendID uint64) (done bool
 	}
 	idx := t.alloc(kEager, true)
 	if idx < 0 {
+		t.refundCredit(p)
 		return false, ErrAgain
 	}
 	uidx := uint32(idx)
 	o := &t.ops[idx]
 	hb := t.k.hdr(uidx)
 	putEager(hb, kindEager, h, t.id, p.txSeq)
+	piggyback(p, hb)
 	switch {
 	case pieces+1 <= t.txIOV:
 		t.k.setIOV(uidx, 0, t.k.hdrPtr(uidx), hdrEager)
@@ -94,6 +106,8 @@ func (t *Transport) Send(p *Peer, h Hdr, iov [][]byte, sendID uint64) (done bool
 		// More pieces than the core takes: stage a copy in C memory.
 		o.heap = cmalloc(total)
 		if o.heap == nil {
+			unPiggyback(p, hb)
+			t.refundCredit(p)
 			t.freeSlot(uidx)
 			return false, ErrAgain
 		}
@@ -106,6 +120,8 @@ func (t *Transport) Send(p *Peer, h Hdr, iov [][]byte, sendID uint64) (done bool
 		t.k.setIOV(uidx, 0, o.heap, total)
 	}
 	if ret := t.k.sendv(uidx, 0, 0, 1+o.niov, p.fiAddr); ret != 0 {
+		unPiggyback(p, hb)
+		t.refundCredit(p)
 		o.unpin()
 		t.freeSlot(uidx)
 		return false, t.sendFailed(p, ret)
@@ -133,6 +149,7 @@ func (t *Transport) sendRndv(p *Peer, h Hdr, iov [][]byte, size uint64, pieces i
 	o := &t.ops[idx]
 	hb := t.k.hdr(uidx)
 	putEager(hb, kindRTS, h, t.id, p.txSeq)
+	piggyback(p, hb)
 	le.PutUint64(hb[40:], size)
 	le.PutUint64(hb[48:], uint64(o.gen)<<32|uint64(uidx))
 	n := copy(hb[hdrRTS:], t.addr)
@@ -146,6 +163,7 @@ func (t *Transport) sendRndv(p *Peer, h Hdr, iov [][]byte, size uint64, pieces i
 	}
 	o.niov = k
 	if ret := t.k.sendv(uidx, 0, 0, 1, p.fiAddr); ret != 0 {
+		unPiggyback(p, hb)
 		o.unpin()
 		t.freeSlot(uidx)
 		return t.sendFailed(p, ret)
@@ -264,6 +282,7 @@ func (t *Transport) sendCTS(p *Peer, cookie uint64, status uint32, rtag, n uint6
 	uidx := uint32(idx)
 	o := &t.ops[idx]
 	putCTS(t.k.hdr(uidx), t.id, status, cookie, rtag, n)
+	piggyback(p, t.k.hdr(uidx))
 	t.k.setIOV(uidx, 0, t.k.hdrPtr(uidx), hdrCTS)
 	o.peer = p
 	t.wait(p)

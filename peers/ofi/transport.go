@@ -22,6 +22,12 @@ const (
 	DefaultProbeInterval = 100 * time.Millisecond
 	DefaultPeerTimeout   = 10 * time.Second
 	DefaultCloseTimeout  = time.Second
+	// DefaultCredits lets a sender have 64 messages in the receiver's core
+	// at once: with rxm's 16 KiB eager buffers, at most 1 MiB per sender.
+	DefaultCredits = 64
+	// MaxCredits is the largest credit window (it travels in one byte of
+	// the address).
+	MaxCredits = 255
 )
 
 // Config selects the core and the geometry of a Transport. The zero value
@@ -63,6 +69,15 @@ type Config struct {
 	// closing it (see Close). Default DefaultCloseTimeout.
 	CloseTimeout time.Duration
 
+	// Credits is the credit window this transport grants each sender: the
+	// eager and rendezvous-request messages it may have sent that this
+	// transport has not yet handed to onArrival. It bounds what the core
+	// buffers when lnx stops taking messages (a flood of unexpected
+	// messages beyond lnx's budget); a sender out of credits gets ErrAgain.
+	// Default DefaultCredits, at most MaxCredits; a negative value turns
+	// flow control off (senders are not limited).
+	Credits int
+
 	// OnError, if set, is called from Poll for dropped malformed messages
 	// and for peers declared gone. src is the peer's id (0 if unknown).
 	OnError func(src uint64, err error)
@@ -100,6 +115,14 @@ func (c Config) normalize() (Config, error) {
 	}
 	if c.CloseTimeout <= 0 {
 		c.CloseTimeout = DefaultCloseTimeout
+	}
+	switch {
+	case c.Credits == 0:
+		c.Credits = DefaultCredits
+	case c.Credits < 0:
+		c.Credits = 0
+	case c.Credits > MaxCredits:
+		return c, fmt.Errorf("ofi: Config.Credits %d exceeds %d", c.Credits, MaxCredits)
 	}
 	return c, nil
 }
@@ -195,6 +218,18 @@ type Peer struct {
 	probing     bool
 	eagainSince int64
 	lastEagain  int64
+
+	// Flow control, sender side: the peer's window (0: none) and the
+	// credits left; stalled while we wait for credits (the peer then
+	// counts as one we wait on, so that liveness probes it).
+	window    uint8
+	credits   int32
+	stalled   bool
+	helloSent bool
+	// Receiver side: messages from the peer consumed but not yet
+	// credited back; creditDue while it sits in Transport.creditQ.
+	owed      uint32
+	creditDue bool
 }
 
 // ID returns the peer's transport id.
@@ -229,6 +264,8 @@ type Stats struct {
 	CoreErrors   uint64 // error completions read from the core CQ
 	CoreReads    uint64 // fi_cq_read calls on the core CQ (each runs the core's progress)
 	Abandoned    uint64 // core operations left behind by a gone peer
+	CreditStalls uint64 // sends refused because the receiver granted no credits
+	CreditMsgs   uint64 // credit messages sent (credits that found no reply to ride on)
 	LeakedCloses uint64 // Close left the core endpoint open (see Close)
 }
 
@@ -270,6 +307,7 @@ type Transport struct {
 	round    uint32
 	cancels  int // pulls cancelled and not yet completed
 	deferred []deferredReq
+	creditQ  []*Peer // peers owed credits that the core refused to carry
 	sendDone []doneEvt
 	pullDone []pullEvt
 	rfree    []*Rendezvous
@@ -390,7 +428,7 @@ func newTransport(d *Domain, cfg Config) (*Transport, error) {
 		}
 		t.id = binary.LittleEndian.Uint64(b[:])
 	}
-	t.addr = encodeAddr(t.id, cfg.EagerMax, name)
+	t.addr = encodeAddr(t.id, cfg.EagerMax, cfg.Credits, name)
 	// A bounce buffer takes the largest eager message and any control
 	// message (an RTS carries the sender's address).
 	t.bufSize = (max(hdrEager+cfg.EagerMax, hdrRTS+maxAddrLen) + 63) &^ 63
@@ -492,6 +530,10 @@ func (t *Transport) connect(a addrInfo) (*Peer, error) {
 	p.hasAddr = true
 	p.name = append([]byte(nil), a.name...)
 	p.eagerMax = min(t.eagerMax, uint64(a.eagerMax))
+	p.window, p.credits = a.window, int32(a.window)
+	if p.owed != 0 {
+		t.returnCredits(p) // it sent before we knew where to answer
+	}
 	return p, nil
 }
 

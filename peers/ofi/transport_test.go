@@ -199,7 +199,7 @@ func TestAddrBlobs(t *testing.T) {
 	binary.LittleEndian.PutUint32(e[4:], MaxEagerMax+1)
 	bad["eager"] = e
 	// Well formed, but a core address of another length (format).
-	bad["name length"] = encodeAddr(12345, 100, []byte{1, 2, 3})
+	bad["name length"] = encodeAddr(12345, 100, 0, []byte{1, 2, 3})
 	for name, b := range bad {
 		if _, err := a.Connect(b); !errors.Is(err, ErrBadAddr) {
 			t.Errorf("%s: Connect = %v, want ErrBadAddr", name, err)
@@ -227,7 +227,7 @@ func TestAddrBlobs(t *testing.T) {
 	if p1.ID() != b.ID() || p1.EagerMax() != min(a.EagerMax(), b.EagerMax()) {
 		t.Fatalf("peer id %x eager %d", p1.ID(), p1.EagerMax())
 	}
-	other := encodeAddr(b.ID(), b.EagerMax(), a.name) // b's id, a's core address
+	other := encodeAddr(b.ID(), b.EagerMax(), 0, a.name) // b's id, a's core address
 	if _, err := a.Connect(other); !errors.Is(err, ErrBadAddr) {
 		t.Fatalf("id at another address: %v", err)
 	}

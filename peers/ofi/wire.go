@@ -9,7 +9,7 @@ import (
 //
 //	[0]     version (wireVersion)
 //	[1]     kind
-//	[2:4]   reserved (0)
+//	[2:4]   credits returned to the receiver of this message (flow control)
 //	[4:8]   eager/RTS: the caller's flags; CTS: status
 //	[8:16]  sender's transport id
 //
@@ -18,15 +18,18 @@ import (
 // RTS:   as eager up to 40, then [40:48] size, [48:56] cookie, then the
 // sender's address blob (so that the receiver can answer).
 // CTS:   [16:24] cookie, [24:32] rendezvous tag, [32:40] granted length.
-// PING, BYE: the 16 common bytes only.
+// PING, BYE, CREDIT: the 16 common bytes only.
+// HELLO: the 16 common bytes, then the sender's address blob.
 const (
 	wireVersion = 1
 
-	kindEager = 1
-	kindRTS   = 2
-	kindCTS   = 3
-	kindPing  = 4
-	kindBye   = 5
+	kindEager  = 1
+	kindRTS    = 2
+	kindCTS    = 3
+	kindPing   = 4
+	kindBye    = 5
+	kindCredit = 6 // returns credits ([2:4]) and carries nothing else
+	kindHello  = 7 // introduces the sender, so that credits can reach it
 
 	hdrCommon = 16
 	hdrEager  = 40
@@ -43,7 +46,7 @@ var le = binary.LittleEndian
 func putCommon(b []byte, kind uint8, word uint32, src uint64) {
 	b[0] = wireVersion
 	b[1] = kind
-	b[2], b[3] = 0, 0
+	le.PutUint16(b[2:], 0)
 	le.PutUint32(b[4:], word)
 	le.PutUint64(b[8:], src)
 }
@@ -63,7 +66,9 @@ func putCTS(b []byte, src uint64, status uint32, cookie, rtag, n uint64) {
 	le.PutUint64(b[32:], n)
 }
 
-// Address blob: [0] addrVersion, [1] reserved, [2:4] core name length,
+// Address blob: [0] addrVersion, [1] the endpoint's credit window (the
+// eager and RTS messages a sender may have unreturned; 0: no flow
+// control), [2:4] core name length,
 // [4:8] EagerMax of the endpoint (the most payload its bounce buffers
 // take), [8:16] transport id, [16:] core endpoint name (fi_getname).
 const (
@@ -78,12 +83,14 @@ const (
 type addrInfo struct {
 	id       uint64
 	eagerMax uint32
+	window   uint8
 	name     []byte
 }
 
-func encodeAddr(id uint64, eagerMax int, name []byte) []byte {
+func encodeAddr(id uint64, eagerMax, window int, name []byte) []byte {
 	b := make([]byte, addrHdr+len(name))
 	b[0] = addrVersion
+	b[1] = uint8(window)
 	le.PutUint16(b[2:], uint16(len(name)))
 	le.PutUint32(b[4:], uint32(eagerMax))
 	le.PutUint64(b[8:], id)
@@ -103,7 +110,7 @@ func parseAddr(b []byte) (addrInfo, error) {
 	if n == 0 || n > maxNameLen || addrHdr+n != len(b) {
 		return addrInfo{}, fmt.Errorf("%w: name length %d in a %d-byte blob", ErrBadAddr, n, len(b))
 	}
-	a := addrInfo{eagerMax: le.Uint32(b[4:]), id: le.Uint64(b[8:]), name: b[addrHdr:]}
+	a := addrInfo{eagerMax: le.Uint32(b[4:]), id: le.Uint64(b[8:]), window: b[1], name: b[addrHdr:]}
 	if a.id == 0 {
 		return addrInfo{}, fmt.Errorf("%w: zero id", ErrBadAddr)
 	}
