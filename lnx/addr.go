@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/peers/ofi"
 )
 
 // AddrLen is the fixed size of an lnx endpoint address. libfabric packs
@@ -16,12 +17,13 @@ import (
 const AddrLen = 64
 
 // Layout: 'L', version<<4 | core count, node id (48 bits), link hash (16
-// bits), then per core a kind byte, a length byte and the core's address.
-// The header is kept to 10 bytes so that shm plus an IPv4 tcp;ofi_rxm
-// address fit in 64.
+// bits), then per core a kind byte, a length byte and the core's address;
+// a network core's address is packed (ofi.PackAddr: 18 bytes for IPv4, 34
+// for IPv6). The header is kept to 10 bytes so that 64 take shm plus two
+// IPv4 rails (63 bytes), or shm plus one IPv6 rail (61).
 const (
 	addrMagic    = 'L'
-	addrVersion  = 1
+	addrVersion  = 2
 	addrHdrLen   = 10
 	maxAddrCores = 8
 	nodeMask     = 1<<48 - 1
@@ -58,12 +60,20 @@ func (a *Addr) Encode() ([]byte, error) {
 	binary.LittleEndian.PutUint16(b[8:], uint16(a.Link))
 	off := addrHdrLen
 	for _, c := range a.Cores {
-		if len(c.Raw) > 255 || off+2+len(c.Raw) > AddrLen {
-			return nil, fi.Wrap(fi.EOVERFLOW, "core addresses do not fit in %d bytes", AddrLen)
+		raw := c.Raw
+		if c.Kind == coreOFI {
+			p, err := ofi.PackAddr(raw)
+			if err != nil {
+				return nil, fi.Wrap(fi.EINVAL, "network core address: %v", err)
+			}
+			raw = p
 		}
-		b[off], b[off+1] = c.Kind, byte(len(c.Raw))
-		copy(b[off+2:], c.Raw)
-		off += 2 + len(c.Raw)
+		if len(raw) > 255 || off+2+len(raw) > AddrLen {
+			return nil, fi.Wrap(fi.EOVERFLOW, "core addresses do not fit in %d bytes (%d cores)", AddrLen, len(a.Cores))
+		}
+		b[off], b[off+1] = c.Kind, byte(len(raw))
+		copy(b[off+2:], raw)
+		off += 2 + len(raw)
 	}
 	return b, nil
 }
@@ -98,7 +108,15 @@ func DecodeAddr(b []byte) (*Addr, error) {
 		if off+2+l > AddrLen {
 			return nil, fi.Wrap(fi.EINVAL, "lnx address core %d overruns the blob", i)
 		}
-		a.Cores = append(a.Cores, CoreAddr{Kind: kind, Raw: append([]byte(nil), b[off+2:off+2+l]...)})
+		raw := append([]byte(nil), b[off+2:off+2+l]...)
+		if kind == coreOFI {
+			blob, err := ofi.UnpackAddr(raw)
+			if err != nil {
+				return nil, fi.Wrap(fi.EINVAL, "lnx address core %d: %v", i, err)
+			}
+			raw = blob
+		}
+		a.Cores = append(a.Cores, CoreAddr{Kind: kind, Raw: raw})
 		off += 2 + l
 	}
 	return a, nil

@@ -2,29 +2,77 @@ package lnx
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 )
 
+// ofiBlob builds a network core's address blob (peers/ofi's layout:
+// version, window, name length, EagerMax, id, name).
+func ofiBlob(id uint64, name []byte) []byte {
+	b := make([]byte, 16+len(name))
+	b[0], b[1] = 1, 64
+	binary.LittleEndian.PutUint16(b[2:], uint16(len(name)))
+	binary.LittleEndian.PutUint32(b[4:], 16320)
+	binary.LittleEndian.PutUint64(b[8:], id)
+	copy(b[16:], name)
+	return b
+}
+
+// inet and inet6 are sockaddr_in and sockaddr_in6 as Linux lays them out.
+func inet(port uint16, ip [4]byte) []byte {
+	b := make([]byte, 16)
+	binary.LittleEndian.PutUint16(b, 2)
+	binary.BigEndian.PutUint16(b[2:], port)
+	copy(b[4:], ip[:])
+	return b
+}
+
+func inet6(port uint16, ip [16]byte, scope uint32) []byte {
+	b := make([]byte, 28)
+	binary.LittleEndian.PutUint16(b, 10)
+	binary.BigEndian.PutUint16(b[2:], port)
+	copy(b[8:], ip[:])
+	binary.LittleEndian.PutUint32(b[24:], scope)
+	return b
+}
+
 func TestAddrRoundTrip(t *testing.T) {
-	a := Addr{Node: 0x334455667788, Link: 0xef01, Cores: []CoreAddr{
-		{Kind: coreShm, Raw: []byte("lnx-123-abcdef")},
-		{Kind: coreOFI, Raw: bytes.Repeat([]byte{7}, 16)},
-	}}
-	b, err := a.Encode()
-	if err != nil {
-		t.Fatal(err)
+	shmRaw := []byte("LS\x02pid_id_bytes")
+	v6 := [16]byte{0xfd, 0, 15: 2}
+	cases := map[string][]CoreAddr{
+		"shm + IPv4": {{Kind: coreShm, Raw: shmRaw}, {Kind: coreOFI, Raw: ofiBlob(0x11223344556677, inet(4242, [4]byte{127, 0, 0, 1}))}},
+		"shm + two IPv4 rails": {{Kind: coreShm, Raw: shmRaw},
+			{Kind: coreOFI, Raw: ofiBlob(1, inet(1, [4]byte{10, 0, 0, 1}))},
+			{Kind: coreOFI, Raw: ofiBlob(2, inet(2, [4]byte{10, 0, 1, 1}))}},
+		"shm + IPv6":   {{Kind: coreShm, Raw: shmRaw}, {Kind: coreOFI, Raw: ofiBlob(3, inet6(5555, v6, 7))}},
+		"raw name":     {{Kind: coreOFI, Raw: ofiBlob(4, bytes.Repeat([]byte{7}, 20))}},
+		"three IPv4s":  {{Kind: coreOFI, Raw: ofiBlob(5, inet(1, [4]byte{1}))}, {Kind: coreOFI, Raw: ofiBlob(6, inet(2, [4]byte{2}))}, {Kind: coreOFI, Raw: ofiBlob(7, inet(3, [4]byte{3}))}},
+		"shm only":     {{Kind: coreShm, Raw: shmRaw}},
+		"odd sockaddr": {{Kind: coreOFI, Raw: ofiBlob(8, append(inet(9, [4]byte{9})[:15], 1))}}, // padding not zero: raw
 	}
-	if len(b) != AddrLen {
-		t.Fatalf("encoded %d bytes, want %d", len(b), AddrLen)
-	}
-	got, err := DecodeAddr(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Node != a.Node || got.Link != a.Link || len(got.Cores) != 2 ||
-		!bytes.Equal(got.Cores[0].Raw, a.Cores[0].Raw) || got.Cores[1].Kind != coreOFI ||
-		!bytes.Equal(got.Cores[1].Raw, a.Cores[1].Raw) {
-		t.Fatalf("decoded %+v, want %+v", got, a)
+	for name, cores := range cases {
+		a := Addr{Node: 0x334455667788, Link: 0xef01, Cores: cores}
+		b, err := a.Encode()
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if len(b) != AddrLen {
+			t.Fatalf("%s: encoded %d bytes, want %d", name, len(b), AddrLen)
+		}
+		got, err := DecodeAddr(b)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if got.Node != a.Node || got.Link != a.Link || len(got.Cores) != len(cores) {
+			t.Fatalf("%s: decoded %+v, want %+v", name, got, a)
+		}
+		for i, c := range cores {
+			if got.Cores[i].Kind != c.Kind || !bytes.Equal(got.Cores[i].Raw, c.Raw) {
+				t.Errorf("%s: core %d decoded %x, want %x", name, i, got.Cores[i].Raw, c.Raw)
+			}
+		}
 	}
 }
 
@@ -49,18 +97,22 @@ func TestAddrRejects(t *testing.T) {
 			t.Errorf("%s: DecodeAddr accepted it", name)
 		}
 	}
-	big := Addr{Cores: []CoreAddr{{Kind: coreOFI, Raw: make([]byte, 30)}, {Kind: coreOFI, Raw: make([]byte, 30)}}}
-	if _, err := (&Addr{Cores: []CoreAddr{{Kind: coreShm, Raw: make([]byte, 15)}, {Kind: coreOFI, Raw: make([]byte, 32)}}}).Encode(); err != nil {
-		t.Errorf("shm + IPv4 tcp;ofi_rxm address does not fit: %v", err)
-	}
+	v6 := inet6(1, [16]byte{1}, 0)
+	big := Addr{Cores: []CoreAddr{{Kind: coreShm, Raw: make([]byte, 15)}, {Kind: coreOFI, Raw: ofiBlob(1, v6)}, {Kind: coreOFI, Raw: ofiBlob(2, v6)}}}
 	if _, err := big.Encode(); err == nil {
-		t.Error("Encode accepted cores larger than the blob")
+		t.Error("Encode accepted shm and two IPv6 rails in 64 bytes")
+	}
+	bad := Addr{Cores: []CoreAddr{{Kind: coreOFI, Raw: ofiBlob(1<<60, v6)}}}
+	if _, err := bad.Encode(); err == nil {
+		t.Error("Encode accepted a network id of more than 56 bits")
 	}
 }
 
 func FuzzDecodeAddr(f *testing.F) {
-	good, _ := (&Addr{Node: 1, Cores: []CoreAddr{{Kind: coreShm, Raw: []byte("lnx-1-2")}, {Kind: coreOFI, Raw: []byte{1, 2, 3}}}}).Encode()
+	good, _ := (&Addr{Node: 1, Cores: []CoreAddr{{Kind: coreShm, Raw: []byte("lnx-1-2")}, {Kind: coreOFI, Raw: ofiBlob(9, inet(1, [4]byte{127, 0, 0, 1}))}}}).Encode()
 	f.Add(good)
+	v6, _ := (&Addr{Node: 1, Cores: []CoreAddr{{Kind: coreOFI, Raw: ofiBlob(9, inet6(1, [16]byte{15: 1}, 0))}}}).Encode()
+	f.Add(v6)
 	f.Add(make([]byte, AddrLen))
 	f.Add([]byte("L\x11"))
 	f.Fuzz(func(t *testing.T, b []byte) {

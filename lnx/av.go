@@ -8,6 +8,7 @@ import (
 
 	"github.com/lnx-go/lnx-go/lnx/fi"
 	"github.com/lnx-go/lnx-go/lnx/logging"
+	"github.com/lnx-go/lnx-go/peers/ofi"
 )
 
 // AVAttr is the part of fi_av_attr lnx uses.
@@ -152,11 +153,11 @@ func Straddr(raw []byte) string {
 	}
 	s := fmt.Sprintf("lnx://%016x/%08x", a.Node, a.Link)
 	for _, c := range a.Cores {
-		kind := "ofi"
 		if c.Kind == coreShm {
-			kind = "shm"
+			s += ";shm=" + hex.EncodeToString(c.Raw)
+		} else {
+			s += ";net=" + ofi.DescribeAddr(c.Raw)
 		}
-		s += fmt.Sprintf(";%s=%s", kind, hex.EncodeToString(c.Raw))
 	}
 	return s
 }

@@ -77,6 +77,7 @@ func (c *coreDomain) open(version uint32) error {
 	if c.list, err = ofi.GetInfo(version, c.choice.Prov, c.choice.Domain, ofi.CoreCaps); err != nil {
 		return err
 	}
+	c.list.Prefer(netAddrFormat()) // as resolve chose
 	if c.fab, err = ofi.OpenFabric(c.list.Infos[0]); err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ const (
 	EnvUnexpMax    = "FI_LNX_UNEXPECTED_MAX"
 	EnvPeerTimeout = "FI_LNX_PEER_TIMEOUT"
 	EnvNetCredits  = "FI_LNX_NET_CREDITS"
+	EnvNetFormat   = "FI_LNX_NET_ADDR_FORMAT"
 	defaultNetwork = "tcp;ofi_rxm"
 )
 
@@ -104,4 +105,21 @@ func netCredits() int {
 		return -1
 	}
 	return n
+}
+
+// netAddrFormat reads FI_LNX_NET_ADDR_FORMAT: which address family a network
+// core should use where it offers a domain in several (tcp on a dual-stack
+// interface). 0: the core's first.
+func netAddrFormat() uint32 {
+	switch v := strings.ToLower(strings.TrimSpace(Getenv(EnvNetFormat))); v {
+	case "":
+		return 0
+	case "inet", "ipv4", "fi_sockaddr_in":
+		return ofi.AddrFormatInet
+	case "inet6", "ipv6", "fi_sockaddr_in6":
+		return ofi.AddrFormatInet6
+	default:
+		logging.Warnf(logging.Core, "%s=%q is not inet or inet6; using the core's first address format", EnvNetFormat, v)
+		return 0
+	}
 }

@@ -148,6 +148,7 @@ func resolve(version uint32, g links.Group) (*Link, error) {
 			if err != nil {
 				return nil, err
 			}
+			list.Prefer(netAddrFormat())
 			ci := list.Infos[0]
 			l.lim.meet(limitsOf(&ci.Info))
 			l.Cores = append(l.Cores, CoreChoice{Prov: m.Prov, Domain: ci.Domain.Name})

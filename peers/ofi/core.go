@@ -38,6 +38,7 @@ import "C"
 
 import (
 	"runtime"
+	"sort"
 	"strings"
 	"unsafe"
 
@@ -103,6 +104,24 @@ func GetInfo(version uint32, prov, domain string, caps uint64) (*List, error) {
 		return nil, fi.Wrap(fi.ENODATA, "core provider %q (domain %q): no matching fi_info", prov, domain)
 	}
 	return l, nil
+}
+
+// Address formats for Prefer (enum fi_addr_format).
+const (
+	AddrFormatInet  = 2 // FI_SOCKADDR_IN
+	AddrFormatInet6 = 3 // FI_SOCKADDR_IN6
+)
+
+// Prefer moves the infos whose address format is format to the front,
+// keeping the core's order otherwise; 0 changes nothing. (tcp offers a
+// domain such as "lo" once per address family.)
+func (l *List) Prefer(format uint32) {
+	if format == 0 {
+		return
+	}
+	sort.SliceStable(l.Infos, func(i, j int) bool {
+		return l.Infos[i].AddrFormat == format && l.Infos[j].AddrFormat != format
+	})
 }
 
 func provMatches(want, got string) bool {

@@ -38,6 +38,11 @@ type Config struct {
 	// DefaultProv; an empty Domain takes the first one the core offers.
 	Prov, Domain string
 
+	// AddrFormat, if not 0, prefers the core's fi_info with this address
+	// format (AddrFormatInet6 for IPv6 on a dual-stack interface); Open
+	// only.
+	AddrFormat uint32
+
 	// EagerMax is the largest payload sent on the control path; larger
 	// messages use rendezvous. Towards a peer the smaller of both sides'
 	// values applies. 0 selects DefaultEagerMax; a negative value sends every
@@ -359,6 +364,7 @@ func Open(version uint32, cfg Config) (*Transport, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.Prefer(cfg.AddrFormat)
 	f, err := OpenFabric(l.Infos[0])
 	if err != nil {
 		l.Free()
@@ -426,7 +432,8 @@ func newTransport(d *Domain, cfg Config) (*Transport, error) {
 			k.close()
 			return nil, err
 		}
-		t.id = binary.LittleEndian.Uint64(b[:])
+		// 56 bits, so that PackAddr can carry the id in 7 bytes.
+		t.id = binary.LittleEndian.Uint64(b[:]) & (1<<idBits - 1)
 	}
 	t.addr = encodeAddr(t.id, cfg.EagerMax, cfg.Credits, name)
 	// A bounce buffer takes the largest eager message and any control

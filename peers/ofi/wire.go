@@ -3,6 +3,7 @@ package ofi
 import (
 	"encoding/binary"
 	"fmt"
+	"net/netip"
 )
 
 // Wire format (little endian). Every control message starts with
@@ -129,4 +130,135 @@ func AddrID(addr []byte) (uint64, error) {
 		return 0, err
 	}
 	return a.id, nil
+}
+
+// Packed address blobs. lnx carries every core's address in libfabric's
+// FI_NAME_MAX (64) bytes, which the blob above does not fit twice, nor once
+// with an IPv6 name. PackAddr therefore drops what is implied and what is
+// zero: [0] name format, [1:8] id (ids have 56 bits), [8] EagerMax in
+// units of 64 bytes (at most 255: a smaller limit is always safe), [9]
+// credit window, then the core name:
+//
+//	packInet:  port, IPv4 address (6 bytes; sockaddr_in with zero padding)
+//	packInet6: port, IPv6 address, scope id (22 bytes; sockaddr_in6 with
+//	           zero flow info)
+//	packRaw:   the name as is (any other core)
+const (
+	packInet  = 1
+	packInet6 = 2
+	packRaw   = 3
+
+	packHdr  = 10
+	idBits   = 56
+	eagerQ   = 64
+	afInet   = 2  // AF_INET on Linux
+	afInet6  = 10 // AF_INET6 on Linux
+	inetLen  = 16 // sizeof(struct sockaddr_in)
+	inet6Len = 28 // sizeof(struct sockaddr_in6)
+)
+
+// PackAddr packs an address blob (Addr) for a space-constrained carrier;
+// UnpackAddr restores it exactly, except that EagerMax is rounded down to
+// a multiple of 64 bytes, at most 16320.
+func PackAddr(blob []byte) ([]byte, error) {
+	a, err := parseAddr(blob)
+	if err != nil {
+		return nil, err
+	}
+	if a.id>>idBits != 0 {
+		return nil, fmt.Errorf("%w: id %016x has more than %d bits", ErrBadAddr, a.id, idBits)
+	}
+	p := make([]byte, packHdr, packHdr+len(a.name))
+	var id [8]byte
+	le.PutUint64(id[:], a.id)
+	copy(p[1:8], id[:7])
+	p[8] = uint8(min(a.eagerMax/eagerQ, 255))
+	p[9] = a.window
+	n := a.name
+	switch {
+	case len(n) == inetLen && le.Uint16(n) == afInet && allZero(n[8:16]):
+		p[0] = packInet
+		p = append(p, n[2:8]...)
+	case len(n) == inet6Len && le.Uint16(n) == afInet6 && allZero(n[4:8]):
+		p[0] = packInet6
+		p = append(p, n[2:4]...)
+		p = append(p, n[8:28]...)
+	default:
+		p[0] = packRaw
+		p = append(p, n...)
+	}
+	return p, nil
+}
+
+// UnpackAddr restores a blob packed by PackAddr.
+func UnpackAddr(p []byte) ([]byte, error) {
+	if len(p) < packHdr+1 {
+		return nil, fmt.Errorf("%w: packed address of %d bytes", ErrBadAddr, len(p))
+	}
+	var id [8]byte
+	copy(id[:7], p[1:8])
+	rest := p[packHdr:]
+	var name []byte
+	switch p[0] {
+	case packInet:
+		if len(rest) != 6 {
+			return nil, fmt.Errorf("%w: packed IPv4 name of %d bytes", ErrBadAddr, len(rest))
+		}
+		name = make([]byte, inetLen)
+		le.PutUint16(name, afInet)
+		copy(name[2:8], rest)
+	case packInet6:
+		if len(rest) != 22 {
+			return nil, fmt.Errorf("%w: packed IPv6 name of %d bytes", ErrBadAddr, len(rest))
+		}
+		name = make([]byte, inet6Len)
+		le.PutUint16(name, afInet6)
+		copy(name[2:4], rest[:2])
+		copy(name[8:28], rest[2:])
+	case packRaw:
+		if len(rest) > maxNameLen {
+			return nil, fmt.Errorf("%w: packed name of %d bytes", ErrBadAddr, len(rest))
+		}
+		name = rest
+	default:
+		return nil, fmt.Errorf("%w: packed name format %d", ErrBadAddr, p[0])
+	}
+	blob := encodeAddr(le.Uint64(id[:]), int(p[8])*eagerQ, int(p[9]), name)
+	if _, err := parseAddr(blob); err != nil {
+		return nil, err
+	}
+	return blob, nil
+}
+
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// DescribeAddr renders an address blob for people (fi_av_straddr):
+// "id@127.0.0.1:4242", "id@[::1]:4242", or the core name in hex.
+func DescribeAddr(blob []byte) string {
+	a, err := parseAddr(blob)
+	if err != nil {
+		return "invalid"
+	}
+	n := a.name
+	var port uint16
+	switch {
+	case len(n) == inetLen && le.Uint16(n) == afInet:
+		port = uint16(n[2])<<8 | uint16(n[3])
+		return fmt.Sprintf("%014x@%s", a.id, netip.AddrPortFrom(netip.AddrFrom4([4]byte(n[4:8])), port))
+	case len(n) == inet6Len && le.Uint16(n) == afInet6:
+		port = uint16(n[2])<<8 | uint16(n[3])
+		ip := netip.AddrFrom16([16]byte(n[8:24]))
+		if scope := le.Uint32(n[24:]); scope != 0 {
+			ip = ip.WithZone(fmt.Sprint(scope))
+		}
+		return fmt.Sprintf("%014x@%s", a.id, netip.AddrPortFrom(ip, port))
+	}
+	return fmt.Sprintf("%014x@%x", a.id, n)
 }

@@ -593,6 +593,15 @@ child_main(const char *name, int rank, int n, int socks[MAX_RANKS][MAX_RANKS][2]
 		       order[i]);
 		p.addr[order[i]] = out[i];
 	}
+	/* LNX_TEST_EXPECT_ADDR: a text every peer's fi_av_straddr must contain
+	 * (e.g. "@[::1]:" to check that the network core runs over IPv6). */
+	const char *want = getenv("LNX_TEST_EXPECT_ADDR");
+	if (want && *want) {
+		char str[256];
+		size_t slen = sizeof(str);
+		const char *s = fi_av_straddr(p.l.av, names[rank], str, &slen);
+		EXPECT(s && strstr(s, want), "address %s lacks \"%s\"", s ? s : "(null)", want);
+	}
 
 	barrier(&p);
 	role(&p, arg);

@@ -1,0 +1,98 @@
+package ofi
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestPackAddr: real transport addresses (IPv4 and, where the core offers
+// it, IPv6) pack into the sizes lnx budgets for and unpack to the same
+// blob; the packed peers then talk.
+func TestPackAddr(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		format uint32
+		packed int
+	}{{"IPv4", AddrFormatInet, 16}, {"IPv6", AddrFormatInet6, 32}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testCfg
+			cfg.AddrFormat = tc.format
+			a, b := openT(t, cfg), openT(t, cfg)
+			if got := len(a.name); (tc.format == AddrFormatInet6) != (got == inet6Len) {
+				t.Skipf("the core gave a %d-byte name for %s", got, tc.name)
+			}
+			pa, err := PackAddr(a.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pa) != tc.packed {
+				t.Errorf("packed %s address is %d bytes, want %d", tc.name, len(pa), tc.packed)
+			}
+			ua, err := UnpackAddr(pa)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(ua, a.Addr()) {
+				t.Fatalf("unpacked %x, want %x", ua, a.Addr())
+			}
+			pb, _ := PackAddr(b.Addr())
+			ub, err := UnpackAddr(pb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ab, err := a.Connect(ub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Connect(ua); err != nil {
+				t.Fatal(err)
+			}
+			ra, rb := newRec(a), newRec(b)
+			msg := []byte("over " + tc.name)
+			send(t, ra, ab, Hdr{Tag: 6}, [][]byte{msg}, 1, rb)
+			pump(t, "arrival", 10*time.Second, func() bool { return len(rb.arr) == 1 }, ra, rb)
+			if g := rb.arr[0]; g.src != a.ID() || g.hdr.Tag != 6 || !bytes.Equal(g.data, msg) {
+				t.Fatalf("got %+v", g)
+			}
+		})
+	}
+}
+
+func TestPackAddrRejects(t *testing.T) {
+	good, _ := PackAddr(encodeAddr(5, 16320, 64, make([]byte, 16)))
+	for name, p := range map[string][]byte{
+		"short":         good[:packHdr],
+		"format":        append([]byte{9}, good[1:]...),
+		"IPv4 length":   append(append([]byte{packInet}, good[1:]...), 0),
+		"IPv6 length":   append([]byte{packInet6}, good[1:]...),
+		"raw too long":  append([]byte{packRaw}, make([]byte, packHdr-1+maxNameLen+1)...),
+		"zero id (raw)": append([]byte{packRaw}, make([]byte, packHdr-1+4)...),
+	} {
+		if _, err := UnpackAddr(p); !errors.Is(err, ErrBadAddr) {
+			t.Errorf("%s: UnpackAddr gave %v", name, err)
+		}
+	}
+	if _, err := PackAddr(encodeAddr(1<<56, 0, 0, []byte{1})); !errors.Is(err, ErrBadAddr) {
+		t.Errorf("a 57-bit id packed: %v", err)
+	}
+}
+
+func TestDescribeAddr(t *testing.T) {
+	v4 := make([]byte, inetLen)
+	v4[0], v4[2], v4[3] = afInet, 0x10, 0x92
+	copy(v4[4:], []byte{127, 0, 0, 1})
+	v6 := make([]byte, inet6Len)
+	v6[0], v6[2], v6[3], v6[23] = afInet6, 0x10, 0x92, 1
+	for blob, want := range map[string]string{
+		string(encodeAddr(0xab, 0, 0, v4)):           "000000000000ab@127.0.0.1:4242",
+		string(encodeAddr(0xab, 0, 0, v6)):           "000000000000ab@[::1]:4242",
+		string(encodeAddr(0xab, 0, 0, []byte{1, 2})): "000000000000ab@0102",
+		"junk": "invalid",
+	} {
+		if got := DescribeAddr([]byte(blob)); got != want {
+			t.Errorf("DescribeAddr = %q, want %q", got, want)
+		}
+	}
+}
