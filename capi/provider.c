@@ -76,8 +76,10 @@ static void lnx_define_params(void)
 	fi_param_define(&lnx_prov, "node_id", FI_PARAM_STRING,
 		"Node identity used to decide which peers are local (default: hostname and boot id).");
 	fi_param_define(&lnx_prov, "multi_rail_selection", FI_PARAM_STRING,
-		"Rail selection over several domains of one core: PER_PEER (each peer keeps one rail, "
-		"so its messages stay in order). PER_MSG is not implemented yet and falls back to PER_PEER.");
+		"Rail selection over several domains of one core: PER_PEER (each peer keeps one rail) "
+		"or PER_MSG (messages take the rails in turn; the receiver restores their order).");
+	fi_param_define(&lnx_prov, "net_addr_format", FI_PARAM_STRING,
+		"inet or inet6: the address family of a network core that offers both (default: its first).");
 	fi_param_define(&lnx_prov, "dump_stats", FI_PARAM_BOOL,
 		"Log per-core traffic counters when an endpoint closes.");
 	fi_param_define(&lnx_prov, "unexpected_max", FI_PARAM_SIZE_T,

@@ -3,7 +3,6 @@ package lnx
 import (
 	"errors"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -42,15 +41,18 @@ type Endpoint struct {
 	nets []*ofi.Transport // one per network core domain of the link
 
 	// Data path state, guarded by mu.
-	node       uint64
-	shm        *shm.Endpoint
-	routes     map[uint64]*route // fi_addr -> how to reach it
-	tagged     *peers.Queue
-	untagged   *peers.Queue
-	sends      map[uint64]*sendCtx // rendezvous sends awaiting their ack
-	nextSend   uint64
-	unexpBytes uint64
-	unexpMax   uint64
+	node        uint64
+	shm         *shm.Endpoint
+	routes      map[uint64]*route // fi_addr -> how to reach it
+	rails       railSel
+	seqs        map[uint64]*seqState // PER_MSG senders' order, by fi_addr
+	forceArrive bool                 // arrive ignores the unexpected budget
+	tagged      *peers.Queue
+	untagged    *peers.Queue
+	sends       map[uint64]*sendCtx // rendezvous sends awaiting their ack
+	nextSend    uint64
+	unexpBytes  uint64
+	unexpMax    uint64
 
 	stats [numCoreKinds]coreStats
 
@@ -109,9 +111,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 		}
 		e.shm = se
 	}
-	if sel := strings.ToUpper(strings.TrimSpace(Getenv(EnvRailSelect))); sel != "" && sel != "PER_PEER" {
-		logging.Warnf(logging.EPCtrl, "%s=%s is not supported; using PER_PEER", EnvRailSelect, sel)
-	}
+	e.rails, e.seqs = railSelection(), map[uint64]*seqState{}
 	for _, c := range d.cores {
 		// On the domain lnx opened. 1.17 rxm never reports a dead peer:
 		// the transport probes and gives up after the peer timeout.

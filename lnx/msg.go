@@ -174,8 +174,14 @@ func (e *Endpoint) Send(op *Op) error {
 		done, err = e.shm.Send(rt.shm, shm.Hdr(hdr), iovs[:niov], id)
 		again = errors.Is(err, shm.ErrAgain)
 	} else {
-		done, err = rt.t.Send(rt.net, ofi.Hdr(hdr), iovs[:niov], id)
+		r, seq := rt.nextRail()
+		h := hdr
+		h.Flags |= seq
+		done, err = r.t.Send(r.net, ofi.Hdr(h), iovs[:niov], id)
 		again = errors.Is(err, ofi.ErrAgain)
+		if err == nil {
+			rt.sent()
+		}
 		e.netBusy() // a reply is likely: watch the network closely
 	}
 	if err != nil || done {
@@ -234,6 +240,12 @@ type route struct {
 	shm  *shm.Peer
 	net  *ofi.Peer
 	t    *ofi.Transport
+
+	// PER_MSG over several rails (rail.go): every rail, the next to use,
+	// and the sequence number of the next message.
+	rails []rail
+	rr    int
+	seq   uint16
 }
 
 // route returns (connecting on first use) the route to fi_addr.
@@ -259,13 +271,26 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 	if len(nets) == 0 || len(e.nets) == 0 {
 		return nil, fi.Wrap(fi.EHOSTUNREACH, "peer %d is not reachable: no common core (peer on another node: %v)", addr, ent.addr.Node != e.node)
 	}
-	// PER_PEER rail selection: one rail per peer keeps its messages in order.
-	rail := int(addr % uint64(min(len(nets), len(e.nets))))
-	p, err := e.nets[rail].Connect(nets[rail])
-	if err != nil {
-		return nil, fi.Wrap(fi.EHOSTUNREACH, "network connect to %d: %v", addr, err)
+	n := min(len(nets), len(e.nets))
+	rt := &route{kind: kindNet}
+	if e.rails == perMsg && n > 1 {
+		for i := 0; i < n; i++ {
+			p, err := e.nets[i].Connect(nets[i])
+			if err != nil {
+				return nil, fi.Wrap(fi.EHOSTUNREACH, "network connect to %d on rail %d: %v", addr, i, err)
+			}
+			rt.rails = append(rt.rails, rail{e.nets[i], p})
+		}
+		rt.t, rt.net = rt.rails[0].t, rt.rails[0].net
+	} else {
+		// PER_PEER: one rail per peer keeps its messages in order.
+		i := int(addr % uint64(n))
+		p, err := e.nets[i].Connect(nets[i])
+		if err != nil {
+			return nil, fi.Wrap(fi.EHOSTUNREACH, "network connect to %d: %v", addr, err)
+		}
+		rt.t, rt.net = e.nets[i], p
 	}
-	rt := &route{kind: kindNet, net: p, t: e.nets[rail]}
 	e.routes[addr] = rt
 	return rt, nil
 }
@@ -654,6 +679,9 @@ func (e *Endpoint) netArrival(t *ofi.Transport) func(*ofi.Arrival) bool {
 		if a.Rndv != nil {
 			rv = rndv{net: a.Rndv, t: t}
 		}
+		if a.Hdr.Flags&hdrSeq != 0 {
+			return e.arriveSeq(e.av.byNetID(a.Src), msgHdr(a.Hdr), a.Size, a.Eager, rv)
+		}
 		return e.arrive(e.av.byNetID(a.Src), msgHdr(a.Hdr), a.Size, a.Eager, rv, kindNet)
 	}
 }
@@ -686,7 +714,7 @@ func (e *Endpoint) arrive(src uint64, hdr msgHdr, size uint64, eager []byte, rv 
 		e.deliver(r.Ctx.(*recvCtx), src, size, hdr, eager, rv, kind, core)
 		return true
 	}
-	if e.unexpBytes > 0 && e.unexpBytes+uint64(len(eager)) > e.unexpMax {
+	if e.unexpBytes > 0 && e.unexpBytes+uint64(len(eager)) > e.unexpMax && !e.forceArrive {
 		return false // held in the ring: the sender sees a full ring
 	}
 	u := &unexpected{hdr: hdr, rv: rv, kind: core}

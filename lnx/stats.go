@@ -16,6 +16,7 @@ const (
 // coreStats counts one core's traffic on one endpoint (FI_LNX_DUMP_STATS).
 type coreStats struct {
 	txMsgs, txBytes, rxMsgs, rxBytes, errors uint64
+	reordered                                uint64 // PER_MSG arrivals held back for an earlier one
 }
 
 func (s *coreStats) tx(n uint64) { s.txMsgs++; s.txBytes += n }
@@ -32,7 +33,7 @@ func (e *Endpoint) dumpStats(w io.Writer) {
 		if s.txMsgs+s.rxMsgs+s.errors == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "lnx: pid %d link %s core %s: tx %d msgs %d bytes, rx %d msgs %d bytes, %d errors\n",
-			os.Getpid(), e.Domain.Link.Name(), names[k], s.txMsgs, s.txBytes, s.rxMsgs, s.rxBytes, s.errors)
+		fmt.Fprintf(w, "lnx: pid %d link %s core %s: tx %d msgs %d bytes, rx %d msgs %d bytes, %d errors, %d reordered\n",
+			os.Getpid(), e.Domain.Link.Name(), names[k], s.txMsgs, s.txBytes, s.rxMsgs, s.rxBytes, s.errors, s.reordered)
 	}
 }

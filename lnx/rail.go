@@ -1,0 +1,130 @@
+package lnx
+
+import (
+	"strings"
+
+	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/lnx/logging"
+	"github.com/lnx-go/lnx-go/peers/ofi"
+)
+
+// Multi-rail: a link may name several domains of one network core
+// ("tcp;ofi_rxm:eth0,eth1"), each a rail with its own transport.
+//
+// PER_PEER (the default) reaches each peer over one rail (fi_addr modulo
+// the rail count), which keeps its messages in order for free. PER_MSG
+// spreads one peer's messages over all rails in turn. Two rails are two
+// connections, so messages overtake each other; each message to a peer
+// therefore carries a 16-bit per-peer sequence number (hdrSeq and the top
+// half of the header flags), and the receiver holds back the ones that
+// arrive ahead of their turn (eager payloads copied, rendezvous handles
+// kept) until the gap fills. Each rail's credits bound how many can be
+// ahead, far below the 32768 that the sequence arithmetic allows.
+
+const (
+	hdrSeq   uint32 = 1 << 4 // the top 16 bits carry a per-peer sequence number
+	seqShift        = 16
+)
+
+// railSel is the FI_LNX_MULTI_RAIL_SELECTION policy.
+type railSel int
+
+const (
+	perPeer railSel = iota
+	perMsg
+)
+
+func railSelection() railSel {
+	switch v := strings.ToUpper(strings.TrimSpace(Getenv(EnvRailSelect))); v {
+	case "", "PER_PEER":
+		return perPeer
+	case "PER_MSG":
+		return perMsg
+	default:
+		logging.Warnf(logging.EPCtrl, "%s=%s is not PER_PEER or PER_MSG; using PER_PEER", EnvRailSelect, v)
+		return perPeer
+	}
+}
+
+// rail is one network core's connection to a peer.
+type rail struct {
+	t   *ofi.Transport
+	net *ofi.Peer
+}
+
+// nextRail picks the rail for the next message to rt, and the header bits
+// that put it in sequence (PER_MSG); the caller calls sent once the core
+// took the message.
+func (rt *route) nextRail() (rail, uint32) {
+	if len(rt.rails) < 2 {
+		return rail{rt.t, rt.net}, 0
+	}
+	r := rt.rails[rt.rr]
+	rt.rr = (rt.rr + 1) % len(rt.rails)
+	return r, hdrSeq | uint32(rt.seq)<<seqShift
+}
+
+func (rt *route) sent() { rt.seq++ }
+
+// seqState is a sender's place in the PER_MSG order, on the receiving side.
+type seqState struct {
+	next   uint16
+	parked map[uint16]*parkedMsg
+}
+
+// parkedMsg is a message that arrived ahead of its turn.
+type parkedMsg struct {
+	hdr  msgHdr
+	size uint64
+	data []byte
+	rv   rndv
+}
+
+// arriveSeq delivers a sequenced message from src in its sender's order.
+func (e *Endpoint) arriveSeq(src uint64, hdr msgHdr, size uint64, eager []byte, rv rndv) bool {
+	seq := uint16(hdr.Flags >> seqShift)
+	hdr.Flags &^= hdrSeq | 0xffff<<seqShift
+	if src == fi.ADDR_NOTAVAIL {
+		// A sender we cannot name has no order to keep track of.
+		return e.arrive(src, hdr, size, eager, rv, kindNet)
+	}
+	st := e.seqs[src]
+	if st == nil {
+		st = &seqState{}
+		e.seqs[src] = st
+	}
+	if seq != st.next {
+		if int16(seq-st.next) < 0 {
+			logging.Warnf(logging.EPData, "dropping a message from %d: sequence %d is behind %d", src, seq, st.next)
+			return true
+		}
+		if st.parked == nil {
+			st.parked = make(map[uint16]*parkedMsg)
+		}
+		p := &parkedMsg{hdr: hdr, size: size, rv: rv}
+		if rv.none() {
+			p.data = append([]byte(nil), eager...)
+		}
+		st.parked[seq] = p
+		e.stats[kindNet].reordered++
+		return true
+	}
+	if !e.arrive(src, hdr, size, eager, rv, kindNet) {
+		return false // over the unexpected budget: the core holds it
+	}
+	st.next++
+	// The ones that waited for it: their data is already in our memory, so
+	// the unexpected budget does not apply to them.
+	for len(st.parked) != 0 {
+		p, ok := st.parked[st.next]
+		if !ok {
+			break
+		}
+		delete(st.parked, st.next)
+		e.forceArrive = true
+		e.arrive(src, p.hdr, p.size, p.data, p.rv, kindNet)
+		e.forceArrive = false
+		st.next++
+	}
+	return true
+}

@@ -1,0 +1,225 @@
+package lnx
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/peers/ofi"
+)
+
+// twoRails returns a tcp;ofi_rxm link with two rails (lo and another
+// interface of this machine; traffic to a local address stays in the
+// kernel), or skips.
+func twoRails(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("FI_TCP_IFACE") != "" {
+		t.Skip("FI_TCP_IFACE restricts tcp to one interface")
+	}
+	l, err := ofi.GetInfo(v117, "tcp;ofi_rxm", "", ofi.CoreCaps)
+	if err != nil {
+		t.Skipf("tcp;ofi_rxm: %v", err)
+	}
+	defer l.Free()
+	for _, ci := range l.Infos {
+		if d := ci.Domain.Name; d != "lo" && d != "" {
+			return "tcp;ofi_rxm:lo," + d
+		}
+	}
+	t.Skip("tcp offers no interface besides lo")
+	return ""
+}
+
+// railTraffic returns the messages each rail of nd's endpoint sent.
+func railTraffic(nd *node) []uint64 {
+	var out []uint64
+	for _, tr := range nd.ep.nets {
+		s := tr.Stats()
+		out = append(out, s.Injected+s.EagerSends+s.RndvSends)
+	}
+	return out
+}
+
+// TestRailsPerPeer: with PER_PEER each peer keeps one rail, and the peers
+// are spread over both.
+func TestRailsPerPeer(t *testing.T) {
+	nodes := openNodes(t, map[string]string{EnvLinks: twoRails(t)}, 3)
+	for _, nd := range nodes {
+		nd.insert(t, nodes)
+	}
+	streamAndCheck(t, nodes[0], nodes[1], 1, 200)
+	streamAndCheck(t, nodes[0], nodes[2], 2, 200)
+	rails := railTraffic(nodes[0])
+	if len(rails) != 2 || rails[0] != 200 || rails[1] != 200 {
+		t.Fatalf("messages per rail %v, want 200 on each (one peer each)", rails)
+	}
+}
+
+// TestRailsPerMessage: with PER_MSG one peer's messages alternate over
+// both rails, and still arrive in order (tag, length and data of every
+// receive, posted in order with wildcard tags), across eager, inject and
+// rendezvous sizes.
+func TestRailsPerMessage(t *testing.T) {
+	nodes := openNodes(t, map[string]string{EnvLinks: twoRails(t), EnvRailSelect: "PER_MSG"}, 2)
+	for _, nd := range nodes {
+		nd.insert(t, nodes)
+	}
+	const n = 2000
+	streamAndCheck(t, nodes[0], nodes[1], 1, n)
+	rails := railTraffic(nodes[0])
+	// Strict turns, except that a rail refusing a message (-FI_EAGAIN)
+	// passes the turn on.
+	if len(rails) != 2 || rails[0]+rails[1] != n || rails[0] < n/4 || rails[1] < n/4 {
+		t.Fatalf("messages per rail %v, want about %d on each", rails, n/2)
+	}
+	t.Logf("messages per rail %v; receiver held back %d messages that overtook an earlier one", rails, nodes[1].ep.stats[kindNet].reordered)
+}
+
+// streamAndCheck sends n numbered messages of mixed sizes from tx to the
+// receiver at fi_addr dst, which pre-posts n wildcard receives in order;
+// receive i must hold message i.
+func streamAndCheck(t *testing.T, tx, rx *node, dst uint64, n int) {
+	t.Helper()
+	sizes := []int{1, 24, 300, 5000, 20000, 70000} // inject, eager, rendezvous
+	const slot = 70000
+	rbuf := make([]byte, n*slot)
+	ctxs := make([]byte, n)
+	for i := 0; i < n; i++ {
+		op := bufOp(rbuf[i*slot:(i+1)*slot], fi.ADDR_UNSPEC, 0, true)
+		op.Ignore = ^uint64(0)
+		op.Ctx = unsafe.Pointer(&ctxs[i])
+		if err := rx.ep.Recv(op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sbuf := make([]byte, n*slot)
+	var out [64]Completion
+	got := make([]*Completion, n)
+	sent, recvd, sendDone := 0, 0, 0
+	deadline := time.Now().Add(60 * time.Second)
+	for recvd < n || sendDone < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("sent %d, %d send completions, %d receives after 60 s", sent, sendDone, recvd)
+		}
+		if sent < n {
+			sz := sizes[sent%len(sizes)]
+			b := sbuf[sent*slot : sent*slot+sz]
+			for k := 0; k+8 <= len(b); k += 8 {
+				binary.LittleEndian.PutUint64(b[k:], uint64(sent)<<32|uint64(k))
+			}
+			b[0] = byte(sent)
+			err := tx.ep.Send(bufOp(b, dst, uint64(sent), true))
+			switch {
+			case err == nil:
+				sent++
+			case !errors.Is(err, fi.EAGAIN):
+				t.Fatal(err)
+			}
+		}
+		k, errno := tx.cq.Read(out[:], 0)
+		if errno == fi.EAVAIL {
+			c, _ := tx.cq.ReadErr()
+			t.Fatalf("send error %+v", c)
+		}
+		sendDone += k
+		k, errno = rx.cq.Read(out[:], 0)
+		if errno == fi.EAVAIL {
+			c, _ := rx.cq.ReadErr()
+			t.Fatalf("receive error %+v", c)
+		}
+		for _, c := range out[:k] {
+			i := int(uintptr(c.Ctx) - uintptr(unsafe.Pointer(&ctxs[0])))
+			if i < 0 || i >= n || got[i] != nil {
+				t.Fatalf("completion for unknown or repeated receive %d", i)
+			}
+			cc := c
+			got[i] = &cc
+			recvd++
+		}
+	}
+	for i, c := range got {
+		sz := sizes[i%len(sizes)]
+		if c.Tag != uint64(i) || c.Len != uint64(sz) {
+			t.Fatalf("receive %d got tag %d, %d bytes; want message %d of %d bytes (order lost)", i, c.Tag, c.Len, i, sz)
+		}
+		b := rbuf[i*slot : i*slot+sz]
+		if b[0] != byte(i) {
+			t.Fatalf("receive %d: first byte %d", i, b[0])
+		}
+		for k := 8; k+8 <= len(b); k += 8 {
+			if v := binary.LittleEndian.Uint64(b[k:]); v != uint64(i)<<32|uint64(k) {
+				t.Fatalf("receive %d: word at %d is %x", i, k, v)
+			}
+		}
+	}
+}
+
+// TestSeqReorder drives the receiving side of PER_MSG directly: messages
+// that arrive ahead of their turn wait, then all go in sequence order,
+// whether receives were posted before (expected) or after (unexpected).
+func TestSeqReorder(t *testing.T) {
+	for _, posted := range []bool{true, false} {
+		nodes := openNodes(t, map[string]string{EnvLinks: "shm"}, 1)
+		nd := nodes[0]
+		const src = 7
+		bufs := make([]byte, 5*8)
+		ctxs := make([]byte, 5)
+		post := func() { // one more than the messages: room for a wrong duplicate
+			for i := 0; i < 5; i++ {
+				op := bufOp(bufs[i*8:(i+1)*8], fi.ADDR_UNSPEC, 0, true)
+				op.Ignore = ^uint64(0)
+				op.Ctx = unsafe.Pointer(&ctxs[i])
+				if err := nd.ep.Recv(op); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if posted {
+			post()
+		}
+		arrive := func(seq uint16) {
+			nd.ep.mu.Lock()
+			defer nd.ep.mu.Unlock()
+			h := msgHdr{Tag: uint64(seq), Flags: hdrTagged | hdrSeq | uint32(seq)<<seqShift}
+			if !nd.ep.arriveSeq(src, h, 1, []byte{'a' + byte(seq)}, rndv{}) {
+				t.Fatalf("arrival %d refused", seq)
+			}
+		}
+		var out [8]Completion
+		arrive(2)
+		arrive(3)
+		arrive(1)
+		if k, _ := nd.cq.Read(out[:], 0); k != 0 {
+			t.Fatalf("posted=%v: %d completions before message 0 arrived", posted, k)
+		}
+		arrive(0)
+		arrive(0) // a duplicate: behind the sequence, dropped
+		if !posted {
+			post()
+		}
+		got := 0
+		for deadline := time.Now().Add(5 * time.Second); got < 4 && time.Now().Before(deadline); {
+			k, _ := nd.cq.Read(out[:], 0)
+			for _, c := range out[:k] {
+				i := int(uintptr(c.Ctx) - uintptr(unsafe.Pointer(&ctxs[0])))
+				if c.Tag != uint64(i) || c.Len != 1 || bufs[i*8] != 'a'+byte(i) {
+					t.Fatalf("posted=%v: receive %d got tag %d, %d bytes %q", posted, i, c.Tag, c.Len, bufs[i*8])
+				}
+				got++
+			}
+		}
+		if got != 4 {
+			t.Fatalf("posted=%v: %d of 4 receives completed", posted, got)
+		}
+		if k, _ := nd.cq.Read(out[:], 0); k != 0 {
+			t.Fatalf("posted=%v: the duplicate completed a receive", posted)
+		}
+		if r := nd.ep.stats[kindNet].reordered; r != 3 {
+			t.Fatalf("posted=%v: %d held back, want 3", posted, r)
+		}
+	}
+}
