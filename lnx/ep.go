@@ -122,7 +122,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 			return nil, err
 		}
 		e.nets = append(e.nets, t)
-		e.netArrive = append(e.netArrive, e.netArrival(t))
+		e.netArrive = append(e.netArrive, e.netArrival(t, len(e.nets)-1))
 	}
 	d.get()
 	return e, nil

@@ -3,6 +3,7 @@ package lnx
 import (
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/lnx-go/lnx-go/hmem"
 	"github.com/lnx-go/lnx-go/lnx/fi"
@@ -181,6 +182,15 @@ func (m *MR) CoreKey(i int) (uint64, bool) {
 		return 0, false
 	}
 	return m.core.mrs[i].Key(), true
+}
+
+// coreDesc is the descriptor of the i-th network core's registration of
+// this MR, nil if it has none.
+func (m *MR) coreDesc(i int) unsafe.Pointer {
+	if m == nil || m.core == nil || i < 0 || i >= len(m.core.mrs) || m.core.mrs[i] == nil {
+		return nil
+	}
+	return m.core.mrs[i].Desc()
 }
 
 // Close releases the registration.

@@ -32,6 +32,7 @@ type recvCtx struct {
 	tag   uint64 // as posted, for FI_PEEK/cancel reporting
 	rec   peers.Recv
 	kinds [MaxIov]memKind // memory kind of each buffer, when dev
+	mrs   [MaxIov]*MR     // the application's descriptors, if any
 	dev   bool            // some buffer is device memory
 }
 
@@ -58,6 +59,7 @@ type rndv struct {
 	shm *shm.Rendezvous
 	net *ofi.Rendezvous
 	t   *ofi.Transport
+	ti  int // t's index in Endpoint.nets
 }
 
 func (r rndv) none() bool { return r.shm == nil && r.net == nil }
@@ -177,7 +179,15 @@ func (e *Endpoint) Send(op *Op) error {
 		r, seq := rt.nextRail()
 		h := hdr
 		h.Flags |= seq
-		done, err = r.t.Send(r.net, ofi.Hdr(h), iovs[:niov], id)
+		// The application's registrations with this core spare it
+		// registering a rendezvous send's buffers itself.
+		var desc [MaxIov]unsafe.Pointer
+		if !dev {
+			for i := range niov {
+				desc[i] = op.MRs[i].coreDesc(r.ti)
+			}
+		}
+		done, err = r.t.SendDesc(r.net, ofi.Hdr(h), iovs[:niov], desc[:niov], id)
 		again = errors.Is(err, ofi.ErrAgain)
 		if err == nil {
 			rt.sent()
@@ -240,6 +250,7 @@ type route struct {
 	shm  *shm.Peer
 	net  *ofi.Peer
 	t    *ofi.Transport
+	ti   int // t's index in Endpoint.nets (and the domain's cores)
 
 	// PER_MSG over several rails (rail.go): every rail, the next to use,
 	// and the sequence number of the next message.
@@ -279,9 +290,9 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 			if err != nil {
 				return nil, fi.Wrap(fi.EHOSTUNREACH, "network connect to %d on rail %d: %v", addr, i, err)
 			}
-			rt.rails = append(rt.rails, rail{e.nets[i], p})
+			rt.rails = append(rt.rails, rail{e.nets[i], p, i})
 		}
-		rt.t, rt.net = rt.rails[0].t, rt.rails[0].net
+		rt.t, rt.net, rt.ti = rt.rails[0].t, rt.rails[0].net, 0
 	} else {
 		// PER_PEER: one rail per peer keeps its messages in order.
 		i := int(addr % uint64(n))
@@ -289,7 +300,7 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 		if err != nil {
 			return nil, fi.Wrap(fi.EHOSTUNREACH, "network connect to %d: %v", addr, err)
 		}
-		rt.t, rt.net = e.nets[i], p
+		rt.t, rt.net, rt.ti = e.nets[i], p, i
 	}
 	e.routes[addr] = rt
 	return rt, nil
@@ -355,6 +366,7 @@ func (e *Endpoint) newRecv(op *Op, flags uint64) *recvCtx {
 	}
 	r.n, r.ctx, r.flags, r.tag = op.N, op.Ctx, flags, op.Tag
 	r.iov = op.IovBuf
+	r.mrs = op.MRs
 	r.dev = e.devKinds(op, &r.kinds)
 	return r
 }
@@ -452,7 +464,11 @@ func (e *Endpoint) deliver(r *recvCtx, src, size uint64, hdr msgHdr, data []byte
 		}
 		pp := &pendingPull{r: r, src: src, size: size, hdr: hdr, kind: kind}
 		rv.net.SetContext(pp)
-		if err = rv.t.Pull(rv.net, dst[:r.n]); err == nil {
+		var desc [MaxIov]unsafe.Pointer
+		for i := range r.n {
+			desc[i] = r.mrs[i].coreDesc(rv.ti)
+		}
+		if err = rv.t.PullDesc(rv.net, dst[:r.n], desc[:r.n]); err == nil {
 			e.pulls[pp] = struct{}{}
 			e.netBusy()
 			return // onPullDone completes it
@@ -673,11 +689,11 @@ func (e *Endpoint) shmSource(id uint64) uint64 {
 
 // netArrival makes the arrival callback of one network core, so that a
 // rendezvous handle is tied to the transport that must pull it.
-func (e *Endpoint) netArrival(t *ofi.Transport) func(*ofi.Arrival) bool {
+func (e *Endpoint) netArrival(t *ofi.Transport, ti int) func(*ofi.Arrival) bool {
 	return func(a *ofi.Arrival) bool {
 		rv := rndv{}
 		if a.Rndv != nil {
-			rv = rndv{net: a.Rndv, t: t}
+			rv = rndv{net: a.Rndv, t: t, ti: ti}
 		}
 		if a.Hdr.Flags&hdrSeq != 0 {
 			return e.arriveSeq(e.av.byNetID(a.Src), msgHdr(a.Hdr), a.Size, a.Eager, rv)

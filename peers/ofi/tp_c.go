@@ -25,6 +25,7 @@ package ofi
 struct lnx_op {
 	struct fi_context2 ctx[2];
 	struct iovec iov[LNX_OP_IOV];
+	void *desc[LNX_OP_IOV];   // core MR descriptors of the iov pieces (NULL: none)
 	uint8_t hdr[LNX_HDR_BYTES];
 };
 
@@ -170,13 +171,13 @@ static ssize_t lnx_tp_sendv(struct lnx_tp *t, uint32_t op, int sub, int off, int
 static ssize_t lnx_tp_tsendv(struct lnx_tp *t, uint32_t op, int sub, int off, int niov, uint64_t dest,
 			     uint64_t tag) {
 	struct lnx_op *o = &t->ops[op];
-	return fi_tsendv(t->ep, &o->iov[off], NULL, (size_t)niov, (fi_addr_t)dest, tag, &o->ctx[sub]);
+	return fi_tsendv(t->ep, &o->iov[off], &o->desc[off], (size_t)niov, (fi_addr_t)dest, tag, &o->ctx[sub]);
 }
 
 static ssize_t lnx_tp_trecvv(struct lnx_tp *t, uint32_t op, int sub, int off, int niov, uint64_t src,
 			     uint64_t tag) {
 	struct lnx_op *o = &t->ops[op];
-	return fi_trecvv(t->ep, &o->iov[off], NULL, (size_t)niov, (fi_addr_t)src, tag, 0, &o->ctx[sub]);
+	return fi_trecvv(t->ep, &o->iov[off], &o->desc[off], (size_t)niov, (fi_addr_t)src, tag, 0, &o->ctx[sub]);
 }
 
 static ssize_t lnx_tp_recv(struct lnx_tp *t, uint32_t op, void *buf, size_t len) {
@@ -322,6 +323,13 @@ func (k *core) setIOV(op uint32, i int, p unsafe.Pointer, n int) {
 	// GC, which aborts on pointers into freed heap.
 	*(*uintptr)(unsafe.Pointer(&v.iov_base)) = uintptr(p)
 	v.iov_len = C.size_t(n)
+	*(*uintptr)(unsafe.Pointer(&k.ops[op].desc[i])) = 0
+}
+
+// setDesc gives piece i of op the core MR descriptor d (C memory, or nil),
+// so that the core need not register the piece itself; setIOV clears it.
+func (k *core) setDesc(op uint32, i int, d unsafe.Pointer) {
+	*(*uintptr)(unsafe.Pointer(&k.ops[op].desc[i])) = uintptr(d)
 }
 
 func (k *core) iovLen(op uint32, i int) int { return int(k.ops[op].iov[i].iov_len) }

@@ -26,6 +26,9 @@ func (t *Transport) Poll(onArrival func(*Arrival) bool, onSendDone func(sendID u
 	if t.closed {
 		return 0
 	}
+	if len(t.reposts) != 0 {
+		t.flushReposts()
+	}
 	n := t.k.drain(evMax)
 	t.tick++
 	if n != 0 || t.tick&63 == 0 {
@@ -311,9 +314,20 @@ func (t *Transport) peerFor(src uint64) *Peer {
 	return t.newPeer(src)
 }
 
+// repost returns bounce slot idx to the core at the start of the next
+// Poll: posting a receive costs a call through the core, and deferring it
+// keeps that call off the path between a message's arrival and the
+// application seeing it (in a ping-pong, the reply is on its way by then).
 func (t *Transport) repost(idx uint32) {
 	t.ops[idx].rx = rxInfo{}
-	t.postOrQueue(idx, 0)
+	t.reposts = append(t.reposts, idx)
+}
+
+func (t *Transport) flushReposts() {
+	for _, idx := range t.reposts {
+		t.postOrQueue(idx, 0)
+	}
+	t.reposts = t.reposts[:0]
 }
 
 // sequence queues the arrival in bounce slot idx for delivery in its

@@ -1,6 +1,9 @@
 package ofi
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // Pull receives a rendezvous message directly into dst. It is
 // asynchronous: it posts a tagged core receive of min(r.Size(), capacity of
@@ -15,6 +18,12 @@ import "fmt"
 // sender is told (ErrTooManyIOV: its send fails with ErrRemote). Errors:
 // ErrBadHandle, ErrClosed, ErrPeerGone, ErrTooManyIOV.
 func (t *Transport) Pull(r *Rendezvous, dst [][]byte) error {
+	return t.PullDesc(r, dst, nil)
+}
+
+// PullDesc is Pull with the core MR descriptors of dst's pieces (as in
+// SendDesc).
+func (t *Transport) PullDesc(r *Rendezvous, dst [][]byte, desc []unsafe.Pointer) error {
 	if t.closed {
 		return ErrClosed
 	}
@@ -40,10 +49,11 @@ func (t *Transport) Pull(r *Rendezvous, dst [][]byte) error {
 	t.stats.Pulls++
 	idx := t.alloc(kPull, false)
 	if idx < 0 {
-		t.deferred = append(t.deferred, deferredReq{r: r, dst: append([][]byte(nil), dst...)})
+		t.deferred = append(t.deferred, deferredReq{r: r, dst: append([][]byte(nil), dst...),
+			desc: append([]unsafe.Pointer(nil), desc...)})
 		return nil
 	}
-	t.startPull(uint32(idx), r, dst, want)
+	t.startPull(uint32(idx), r, dst, desc, want)
 	return nil
 }
 
@@ -62,7 +72,7 @@ func pieces(dst [][]byte, want uint64) int {
 	return k
 }
 
-func (t *Transport) startPull(idx uint32, r *Rendezvous, dst [][]byte, want uint64) {
+func (t *Transport) startPull(idx uint32, r *Rendezvous, dst [][]byte, desc []unsafe.Pointer, want uint64) {
 	o := &t.ops[idx]
 	p := r.peer
 	o.rv = r
@@ -80,7 +90,7 @@ func (t *Transport) startPull(idx uint32, r *Rendezvous, dst [][]byte, want uint
 	}
 	left := want
 	k := 0
-	for _, b := range dst {
+	for i, b := range dst {
 		if left == 0 {
 			break
 		}
@@ -90,6 +100,9 @@ func (t *Transport) startPull(idx uint32, r *Rendezvous, dst [][]byte, want uint
 		l := min(uint64(len(b)), left)
 		k++
 		t.k.setIOV(idx, k, o.pinBuf(b), int(l))
+		if i < len(desc) {
+			t.k.setDesc(idx, k, desc[i])
+		}
 		left -= l
 	}
 	o.niov = k
@@ -140,7 +153,7 @@ func (t *Transport) runDeferred() {
 			room += uint64(len(b))
 		}
 		idx := t.alloc(kPull, false)
-		t.startPull(uint32(idx), r, d.dst, min(r.size, room))
+		t.startPull(uint32(idx), r, d.dst, d.desc, min(r.size, room))
 	}
 	n := copy(t.deferred, t.deferred[k:])
 	clear(t.deferred[n:])

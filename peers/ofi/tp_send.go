@@ -25,6 +25,14 @@ import (
 // instance while the connection is being made, or too many operations are
 // outstanding): Poll and retry.
 func (t *Transport) Send(p *Peer, h Hdr, iov [][]byte, sendID uint64) (done bool, err error) {
+	return t.SendDesc(p, h, iov, nil, sendID)
+}
+
+// SendDesc is Send with the core MR descriptors of the pieces (desc[i]
+// for iov[i], nil where there is none; desc may be nil or shorter). A
+// rendezvous send hands them to the core with the data, which then need
+// not register the buffers itself; eager sends copy and ignore them.
+func (t *Transport) SendDesc(p *Peer, h Hdr, iov [][]byte, desc []unsafe.Pointer, sendID uint64) (done bool, err error) {
 	if t.closed {
 		return false, ErrClosed
 	}
@@ -49,7 +57,7 @@ func (t *Transport) Send(p *Peer, h Hdr, iov [][]byte, sendID uint64) (done bool
 		return false, ErrAgain
 	}
 	if size > p.eagerMax {
-		err := t.sendRndv(p, h, iov, size, pieces, sendID)
+		err := t.sendRndv(p, h, iov, desc, size, pieces, sendID)
 		if err != nil {
 			t.refundCredit(p)
 		}
@@ -137,7 +145,7 @@ func (t *Transport) Send(p *Peer, h Hdr, iov [][]byte, sendID uint64) (done bool
 	return false, nil
 }
 
-func (t *Transport) sendRndv(p *Peer, h Hdr, iov [][]byte, size uint64, pieces int, sendID uint64) error {
+func (t *Transport) sendRndv(p *Peer, h Hdr, iov [][]byte, desc []unsafe.Pointer, size uint64, pieces int, sendID uint64) error {
 	if pieces > t.txIOV {
 		return fmt.Errorf("%w: %d pieces, the core takes %d", ErrTooManyIOV, pieces, t.txIOV)
 	}
@@ -155,10 +163,13 @@ func (t *Transport) sendRndv(p *Peer, h Hdr, iov [][]byte, size uint64, pieces i
 	n := copy(hb[hdrRTS:], t.addr)
 	t.k.setIOV(uidx, 0, t.k.hdrPtr(uidx), hdrRTS+n)
 	k := 0
-	for _, b := range iov {
+	for i, b := range iov {
 		if len(b) != 0 {
 			k++
 			t.k.setIOV(uidx, k, o.pinBuf(b), len(b))
+			if i < len(desc) {
+				t.k.setDesc(uidx, k, desc[i])
+			}
 		}
 	}
 	o.niov = k

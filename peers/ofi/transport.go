@@ -312,7 +312,8 @@ type Transport struct {
 	round    uint32
 	cancels  int // pulls cancelled and not yet completed
 	deferred []deferredReq
-	creditQ  []*Peer // peers owed credits that the core refused to carry
+	creditQ  []*Peer  // peers owed credits that the core refused to carry
+	reposts  []uint32 // bounce slots to post again at the next Poll
 	sendDone []doneEvt
 	pullDone []pullEvt
 	rfree    []*Rendezvous
@@ -348,6 +349,7 @@ type retryEnt struct {
 type deferredReq struct {
 	r      *Rendezvous // a Pull, if non-nil
 	dst    [][]byte
+	desc   []unsafe.Pointer
 	peer   *Peer // a CTS: to peer, answering cookie
 	cookie uint64
 	status uint32

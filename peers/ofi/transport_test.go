@@ -9,7 +9,9 @@ import (
 	"os"
 	"testing"
 	"time"
+	"unsafe"
 
+	"github.com/lnx-go/lnx-go/lnx/fi"
 	"golang.org/x/sys/unix"
 )
 
@@ -751,4 +753,45 @@ func TestOneCoreReadPerPoll(t *testing.T) {
 func hasKey(m map[uint64]error, k uint64) bool {
 	_, ok := m[k]
 	return ok
+}
+
+// TestRendezvousWithDesc passes core registrations of both buffers, as
+// lnx does for application MRs, through SendDesc and PullDesc.
+func TestRendezvousWithDesc(t *testing.T) {
+	a, b, ab, _ := pair(t, testCfg)
+	src, dst := mmapBuf(t, 1<<20), mmapBuf(t, 1<<20)
+	fill(src, 11)
+	reg := func(tr *Transport, buf []byte) *MR {
+		m, err := tr.dom.RegMR(uintptr(unsafe.Pointer(&buf[0])), uint64(len(buf)), fi.SEND|fi.RECV, 77, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	ms, md := reg(a.t, src), reg(b.t, dst)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		a.poll()
+		b.poll()
+		_, err := a.t.SendDesc(ab, Hdr{Tag: 3}, [][]byte{src}, []unsafe.Pointer{ms.Desc()}, 1)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrAgain) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	pump(t, "RTS", 10*time.Second, func() bool { return len(b.arr) == 1 }, a, b)
+	rv := b.arr[0].rv
+	rv.SetContext(1)
+	if err := b.t.PullDesc(rv, [][]byte{dst}, []unsafe.Pointer{md.Desc()}); err != nil {
+		t.Fatal(err)
+	}
+	pump(t, "pull and send", 10*time.Second, func() bool { return len(b.pulls) == 1 && len(a.done) == 1 }, a, b)
+	if r := b.pulls[1]; r.err != nil || r.n != 1<<20 || a.done[1] != nil {
+		t.Fatalf("pull %+v, send %v", r, a.done[1])
+	}
+	if !bytes.Equal(src, dst) {
+		t.Fatal("data differs")
+	}
 }
