@@ -89,6 +89,8 @@ static void lnx_define_params(void)
 	fi_param_define(&lnx_prov, "net_credits", FI_PARAM_INT,
 		"Messages a sender may have in flight to one network receiver before it waits for "
 		"credits (1-255, default 64; 0 turns flow control off).");
+	fi_param_define(&lnx_prov, "net_read", FI_PARAM_BOOL,
+		"Large network sends of one buffer are read by the receiver (RMA) where the core can (default: on).");
 	fi_param_define(&lnx_prov, "fast_send", FI_PARAM_BOOL,
 		"Write small sends to peers on this node from C, without calling into Go (default: on).");
 }

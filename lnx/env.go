@@ -26,6 +26,7 @@ const (
 	EnvPeerTimeout = "FI_LNX_PEER_TIMEOUT"
 	EnvNetCredits  = "FI_LNX_NET_CREDITS"
 	EnvNetFormat   = "FI_LNX_NET_ADDR_FORMAT"
+	EnvNetRead     = "FI_LNX_NET_READ"
 	defaultNetwork = "tcp;ofi_rxm"
 )
 

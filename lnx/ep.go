@@ -116,7 +116,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 		// On the domain lnx opened. 1.17 rxm never reports a dead peer:
 		// the transport probes and gives up after the peer timeout.
 		t, err := c.dom.OpenTransport(ofi.Config{PeerTimeout: envDuration(EnvPeerTimeout, ofi.DefaultPeerTimeout),
-			Credits: netCredits()})
+			Credits: netCredits(), NoRead: envOff(EnvNetRead)})
 		if err != nil {
 			e.closeCores()
 			return nil, err

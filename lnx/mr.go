@@ -3,7 +3,6 @@ package lnx
 import (
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/lnx-go/lnx-go/hmem"
 	"github.com/lnx-go/lnx-go/lnx/fi"
@@ -184,13 +183,13 @@ func (m *MR) CoreKey(i int) (uint64, bool) {
 	return m.core.mrs[i].Key(), true
 }
 
-// coreDesc is the descriptor of the i-th network core's registration of
-// this MR, nil if it has none.
-func (m *MR) coreDesc(i int) unsafe.Pointer {
-	if m == nil || m.core == nil || i < 0 || i >= len(m.core.mrs) || m.core.mrs[i] == nil {
+// coreMR is the i-th network core's registration of this MR, nil if it
+// has none.
+func (m *MR) coreMR(i int) *ofi.MR {
+	if m == nil || m.core == nil || i < 0 || i >= len(m.core.mrs) {
 		return nil
 	}
-	return m.core.mrs[i].Desc()
+	return m.core.mrs[i]
 }
 
 // Close releases the registration.

@@ -181,13 +181,13 @@ func (e *Endpoint) Send(op *Op) error {
 		h.Flags |= seq
 		// The application's registrations with this core spare it
 		// registering a rendezvous send's buffers itself.
-		var desc [MaxIov]unsafe.Pointer
+		var mrs [MaxIov]*ofi.MR
 		if !dev {
 			for i := range niov {
-				desc[i] = op.MRs[i].coreDesc(r.ti)
+				mrs[i] = op.MRs[i].coreMR(r.ti)
 			}
 		}
-		done, err = r.t.SendDesc(r.net, ofi.Hdr(h), iovs[:niov], desc[:niov], id)
+		done, err = r.t.SendMR(r.net, ofi.Hdr(h), iovs[:niov], mrs[:niov], id)
 		again = errors.Is(err, ofi.ErrAgain)
 		if err == nil {
 			rt.sent()
@@ -464,11 +464,11 @@ func (e *Endpoint) deliver(r *recvCtx, src, size uint64, hdr msgHdr, data []byte
 		}
 		pp := &pendingPull{r: r, src: src, size: size, hdr: hdr, kind: kind}
 		rv.net.SetContext(pp)
-		var desc [MaxIov]unsafe.Pointer
+		var mrs [MaxIov]*ofi.MR
 		for i := range r.n {
-			desc[i] = r.mrs[i].coreDesc(rv.ti)
+			mrs[i] = r.mrs[i].coreMR(rv.ti)
 		}
-		if err = rv.t.PullDesc(rv.net, dst[:r.n], desc[:r.n]); err == nil {
+		if err = rv.t.PullMR(rv.net, dst[:r.n], mrs[:r.n]); err == nil {
 			e.pulls[pp] = struct{}{}
 			e.netBusy()
 			return // onPullDone completes it

@@ -60,6 +60,9 @@ func (ci *CoreInfo) Provider() string { return ci.Fabric.ProvName }
 // CoreCaps are the capabilities lnx may ask of a network core.
 const CoreCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.DIRECTED_RECV | fi.REMOTE_COMM | fi.LOCAL_COMM
 
+// rmaCaps let the transport's rendezvous read from the sender's buffer.
+const rmaCaps = fi.RMA | fi.READ | fi.REMOTE_READ
+
 // CoreModes are the mode bits lnx can honour when it drives a core: it
 // always passes a context area of its own.
 const CoreModes = fi.CONTEXT | fi.CONTEXT2
@@ -81,7 +84,13 @@ func GetInfo(version uint32, prov, domain string, caps uint64) (*List, error) {
 		defer C.free(unsafe.Pointer(cdom))
 	}
 	var head *C.struct_fi_info
-	ret := C.lnx_core_getinfo(C.uint32_t(version), cprov, cdom, C.uint64_t(caps), C.uint64_t(CoreModes), &head)
+	// Ask for RMA reads too (the transport's rendezvous reads the data
+	// from the sender's buffer where it can); a core without them still
+	// serves, with the CTS rendezvous.
+	ret := C.lnx_core_getinfo(C.uint32_t(version), cprov, cdom, C.uint64_t(caps|rmaCaps), C.uint64_t(CoreModes), &head)
+	if ret == -C.FI_ENODATA {
+		ret = C.lnx_core_getinfo(C.uint32_t(version), cprov, cdom, C.uint64_t(caps), C.uint64_t(CoreModes), &head)
+	}
 	if ret != 0 {
 		return nil, fi.Wrap(fi.Errno(-ret), "core provider %q (domain %q): fi_getinfo: %s", prov, domain, Strerror(int(ret)))
 	}

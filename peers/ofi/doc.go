@@ -64,6 +64,14 @@
 //     grant completes both sides without data. Discard sends a CTS with
 //     status "discard" (the sender completes successfully); a Pull that
 //     cannot be served (too many pieces) sends "reject" (ErrRemote).
+//   - RTS-read (a rendezvous send of one piece, where the core has FI_RMA
+//     reads and Config.NoRead is not set): the RTS also carries the
+//     piece's remote address and key (the caller's core registration, or
+//     one the transport makes for the send). Pull reads the data straight
+//     into dst with fi_readv and answers with a CTS "read done", which
+//     completes the send: one round trip fewer than RTS, CTS and the
+//     core's own rendezvous (tp_read.go). A read error fails the pull and
+//     rejects the send.
 //   - PING: a liveness probe (below). BYE: sent by Close.
 //   - CREDIT and HELLO: flow control (below).
 //
@@ -124,7 +132,7 @@
 //
 // libfabric 1.17's rxm crashes in fi_close of an endpoint that has a
 // rendezvous receive in progress (it reads a flushed completion with a NULL
-// context). Close therefore cancels posted pull receives and waits up to
+// context), and likewise under an RMA read in flight. Close therefore cancels posted pull receives and waits up to
 // Config.CloseTimeout for those already matched; if some remain it leaves
 // the core endpoint (and the memory it may write) open instead of crashing,
 // and reports an error.

@@ -30,6 +30,7 @@ static int lnx_core_mr_reg(struct fid_domain *dom, uintptr_t addr, size_t len, u
 }
 
 static int lnx_core_mr_mode(struct fi_info *info) { return info->domain_attr->mr_mode; }
+static uint64_t lnx_core_caps(struct fi_info *info) { return info->caps; }
 static int lnx_core_mr_close(struct fid_mr *mr) { return fi_close(&mr->fid); }
 */
 import "C"
@@ -43,12 +44,22 @@ type MR struct {
 	mr   *C.struct_fid_mr
 	desc unsafe.Pointer
 	key  uint64
+	base uintptr
 }
 
 // ProvKey reports whether the core chooses its own keys (FI_MR_PROV_KEY):
 // a requested key is then ignored and Key says what the core picked.
 func (d *Domain) ProvKey() bool {
 	return C.lnx_core_mr_mode(d.f.info)&C.FI_MR_PROV_KEY != 0
+}
+
+// canRead reports whether the domain's endpoints may read remote memory
+// that peers registered for it (FI_RMA with FI_READ and FI_REMOTE_READ),
+// and whether remote addresses are virtual (FI_MR_VIRT_ADDR) rather than
+// offsets into the registration.
+func (d *Domain) canRead() (ok, virt bool) {
+	c := uint64(C.lnx_core_caps(d.f.info))
+	return c&rmaCaps == rmaCaps, C.lnx_core_mr_mode(d.f.info)&C.FI_MR_VIRT_ADDR != 0
 }
 
 // RegMR registers [addr, addr+n) with the core domain. key is the
@@ -63,7 +74,7 @@ func (d *Domain) RegMR(addr uintptr, n uint64, access, key uint64, iface, device
 	if err := check("core fi_mr_regattr", rc); err != nil {
 		return nil, err
 	}
-	m.desc, m.key = desc, uint64(out)
+	m.desc, m.key, m.base = desc, uint64(out), addr
 	return m, nil
 }
 

@@ -10,6 +10,7 @@ package ofi
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_tagged.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_eq.h>
 
@@ -180,6 +181,12 @@ static ssize_t lnx_tp_trecvv(struct lnx_tp *t, uint32_t op, int sub, int off, in
 	return fi_trecvv(t->ep, &o->iov[off], &o->desc[off], (size_t)niov, (fi_addr_t)src, tag, 0, &o->ctx[sub]);
 }
 
+static ssize_t lnx_tp_readv(struct lnx_tp *t, uint32_t op, int sub, int off, int niov, uint64_t src,
+			    uint64_t addr, uint64_t key) {
+	struct lnx_op *o = &t->ops[op];
+	return fi_readv(t->ep, &o->iov[off], &o->desc[off], (size_t)niov, (fi_addr_t)src, addr, key, &o->ctx[sub]);
+}
+
 static ssize_t lnx_tp_recv(struct lnx_tp *t, uint32_t op, void *buf, size_t len) {
 	struct lnx_op *o = &t->ops[op];
 	return fi_recv(t->ep, buf, len, NULL, FI_ADDR_UNSPEC, &o->ctx[0]);
@@ -295,6 +302,11 @@ func (k *core) tsendv(op uint32, sub, off, niov int, dest, tag uint64) int {
 
 func (k *core) trecvv(op uint32, sub, off, niov int, src, tag uint64) int {
 	return int(C.lnx_tp_trecvv(k.c, C.uint32_t(op), C.int(sub), C.int(off), C.int(niov), C.uint64_t(src), C.uint64_t(tag)))
+}
+
+func (k *core) readv(op uint32, sub, off, niov int, src, addr, key uint64) int {
+	return int(C.lnx_tp_readv(k.c, C.uint32_t(op), C.int(sub), C.int(off), C.int(niov), C.uint64_t(src),
+		C.uint64_t(addr), C.uint64_t(key)))
 }
 
 func (k *core) recv(op uint32, buf unsafe.Pointer, n int) int {

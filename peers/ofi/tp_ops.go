@@ -47,6 +47,10 @@ type op struct {
 	heap    unsafe.Pointer
 	cancel  int64 // kPull: when the receive was cancelled (0: not)
 	probe   bool  // kCtl: a liveness probe
+	read    bool  // kPull: reads the data (RMA) from raddr/rkey
+	raddr   uint64
+	rkey    uint64
+	mr      *MR // kRndv: our registration of the data, closed with the op
 	round   uint32
 	pin     runtime.Pinner
 
@@ -60,7 +64,9 @@ type rxInfo struct {
 	hdr    Hdr
 	size   uint64
 	cookie uint64
-	plen   int // eager payload bytes after the header
+	plen   int    // eager payload bytes after the header
+	raddr  uint64 // RTS-read: where the data is, and its key
+	rkey   uint64
 }
 
 func (o *op) unpin() {
@@ -107,6 +113,7 @@ func (t *Transport) release(idx uint32) {
 	o := &t.ops[idx]
 	o.phase = phDone
 	o.unpin()
+	t.closeMR(o)
 	if o.peer != nil {
 		t.unwait(o.peer)
 		o.peer = nil
@@ -186,6 +193,9 @@ func (t *Transport) post(idx uint32, sub int) int {
 		}
 		return t.k.tsendv(idx, 1, 1, o.dn, o.peer.fiAddr, o.rtag)
 	case kPull:
+		if sub == 0 && o.read {
+			return t.k.readv(idx, 0, 1, o.niov, o.peer.fiAddr, o.raddr, o.rkey)
+		}
 		if sub == 0 {
 			return t.k.trecvv(idx, 0, 1, o.niov, o.peer.fiAddr, o.rtag)
 		}

@@ -140,6 +140,10 @@ func (t *Transport) dispatch(i int) {
 		case sub == 1:
 			t.heard(p)
 		case o.phase != phPull:
+		case errno == 0 && o.read:
+			t.heard(p)
+			t.stats.Reads++
+			t.readDone(idx)
 		case errno == 0:
 			t.heard(p)
 			t.finishPull(idx, n, nil)
@@ -149,6 +153,15 @@ func (t *Transport) dispatch(i int) {
 				err = ErrPeerGone
 			}
 			t.finishPull(idx, 0, err)
+		case o.read:
+			// Tell the sender (if it is still there) that its data did
+			// not come: its send fails rather than waiting.
+			// A connection failure declares the peer gone first, which
+			// fails the pull with ErrPeerGone.
+			cookie := o.rv.cookie
+			t.coreFailure(p, errno, provErr)
+			t.finishPull(idx, 0, coreErr("rendezvous read", errno, provErr))
+			t.sendCTS(p, cookie, ctsReject, 0, 0)
 		default:
 			t.finishPull(idx, 0, coreErr("rendezvous receive", errno, provErr))
 			t.coreFailure(p, errno, provErr)
@@ -237,14 +250,18 @@ func (t *Transport) onBounce(idx uint32, errno, provErr int, n uint64) {
 		o.rx = rxInfo{kind: kind, peer: p, hdr: rxHdr(b), size: n - hdrEager, plen: int(n - hdrEager)}
 		t.sequence(p, idx, le.Uint32(b[16:]))
 		return
-	case kindRTS:
-		if n < hdrRTS+addrHdr+1 {
+	case kindRTS, kindRTSRead:
+		hlen := hdrRTS
+		if kind == kindRTSRead {
+			hlen = hdrRTSRead
+		}
+		if n < uint64(hlen)+addrHdr+1 {
 			t.malformed(src, fmt.Sprintf("RTS of %d bytes", n))
 			t.dropSeq(idx, b, src)
 			return
 		}
 		size, cookie := le.Uint64(b[40:]), le.Uint64(b[48:])
-		a, err := parseAddr(b[hdrRTS:])
+		a, err := parseAddr(b[hlen:])
 		if err == nil && a.id != src {
 			err = fmt.Errorf("address of %016x", a.id)
 		}
@@ -260,6 +277,9 @@ func (t *Transport) onBounce(idx uint32, errno, provErr int, n uint64) {
 		}
 		t.heard(p)
 		o.rx = rxInfo{kind: kind, peer: p, hdr: rxHdr(b), size: size, cookie: cookie}
+		if kind == kindRTSRead {
+			o.rx.raddr, o.rx.rkey = le.Uint64(b[56:]), le.Uint64(b[64:])
+		}
 		t.sequence(p, idx, le.Uint32(b[16:]))
 		return
 	case kindCTS:
@@ -390,6 +410,7 @@ func (t *Transport) deliver(cb func(*Arrival) bool) int {
 		} else {
 			rv = t.getRndv()
 			rv.peer, rv.src, rv.hdr, rv.size, rv.cookie = rx.peer, rx.peer.id, rx.hdr, rx.size, rx.cookie
+			rv.read, rv.raddr, rv.rkey = rx.kind == kindRTSRead, rx.raddr, rx.rkey
 			rv.state = rvOffered
 			a.Eager = nil
 			a.Rndv = rv

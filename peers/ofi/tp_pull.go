@@ -1,9 +1,6 @@
 package ofi
 
-import (
-	"fmt"
-	"unsafe"
-)
+import "fmt"
 
 // Pull receives a rendezvous message directly into dst. It is
 // asynchronous: it posts a tagged core receive of min(r.Size(), capacity of
@@ -18,12 +15,12 @@ import (
 // sender is told (ErrTooManyIOV: its send fails with ErrRemote). Errors:
 // ErrBadHandle, ErrClosed, ErrPeerGone, ErrTooManyIOV.
 func (t *Transport) Pull(r *Rendezvous, dst [][]byte) error {
-	return t.PullDesc(r, dst, nil)
+	return t.PullMR(r, dst, nil)
 }
 
-// PullDesc is Pull with the core MR descriptors of dst's pieces (as in
-// SendDesc).
-func (t *Transport) PullDesc(r *Rendezvous, dst [][]byte, desc []unsafe.Pointer) error {
+// PullMR is Pull with the core registrations of dst's pieces (as in
+// SendMR).
+func (t *Transport) PullMR(r *Rendezvous, dst [][]byte, mrs []*MR) error {
 	if t.closed {
 		return ErrClosed
 	}
@@ -50,10 +47,10 @@ func (t *Transport) PullDesc(r *Rendezvous, dst [][]byte, desc []unsafe.Pointer)
 	idx := t.alloc(kPull, false)
 	if idx < 0 {
 		t.deferred = append(t.deferred, deferredReq{r: r, dst: append([][]byte(nil), dst...),
-			desc: append([]unsafe.Pointer(nil), desc...)})
+			mrs: append([]*MR(nil), mrs...)})
 		return nil
 	}
-	t.startPull(uint32(idx), r, dst, desc, want)
+	t.startPull(uint32(idx), r, dst, mrs, want)
 	return nil
 }
 
@@ -72,7 +69,7 @@ func pieces(dst [][]byte, want uint64) int {
 	return k
 }
 
-func (t *Transport) startPull(idx uint32, r *Rendezvous, dst [][]byte, desc []unsafe.Pointer, want uint64) {
+func (t *Transport) startPull(idx uint32, r *Rendezvous, dst [][]byte, mrs []*MR, want uint64) {
 	o := &t.ops[idx]
 	p := r.peer
 	o.rv = r
@@ -100,12 +97,19 @@ func (t *Transport) startPull(idx uint32, r *Rendezvous, dst [][]byte, desc []un
 		l := min(uint64(len(b)), left)
 		k++
 		t.k.setIOV(idx, k, o.pinBuf(b), int(l))
-		if i < len(desc) {
-			t.k.setDesc(idx, k, desc[i])
+		if i < len(mrs) && mrs[i] != nil {
+			t.k.setDesc(idx, k, mrs[i].Desc())
 		}
 		left -= l
 	}
 	o.niov = k
+	if r.read {
+		// Read the data where the sender announced it; the CTS "read
+		// done" follows the read (readDone).
+		o.read, o.raddr, o.rkey = true, r.raddr, r.rkey
+		t.postOrQueue(idx, 0)
+		return
+	}
 	o.rtag = 1<<63 | t.nextTag&(1<<63-1)
 	t.nextTag++
 	putCTS(t.k.hdr(idx), t.id, ctsGo, r.cookie, o.rtag, want)
@@ -153,7 +157,7 @@ func (t *Transport) runDeferred() {
 			room += uint64(len(b))
 		}
 		idx := t.alloc(kPull, false)
-		t.startPull(uint32(idx), r, d.dst, d.desc, min(r.size, room))
+		t.startPull(uint32(idx), r, d.dst, d.mrs, min(r.size, room))
 	}
 	n := copy(t.deferred, t.deferred[k:])
 	clear(t.deferred[n:])

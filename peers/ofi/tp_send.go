@@ -25,14 +25,16 @@ import (
 // instance while the connection is being made, or too many operations are
 // outstanding): Poll and retry.
 func (t *Transport) Send(p *Peer, h Hdr, iov [][]byte, sendID uint64) (done bool, err error) {
-	return t.SendDesc(p, h, iov, nil, sendID)
+	return t.SendMR(p, h, iov, nil, sendID)
 }
 
-// SendDesc is Send with the core MR descriptors of the pieces (desc[i]
-// for iov[i], nil where there is none; desc may be nil or shorter). A
-// rendezvous send hands them to the core with the data, which then need
-// not register the buffers itself; eager sends copy and ignore them.
-func (t *Transport) SendDesc(p *Peer, h Hdr, iov [][]byte, desc []unsafe.Pointer, sendID uint64) (done bool, err error) {
+// SendMR is Send with the core registrations of the pieces (mrs[i] covers
+// iov[i]; nil where there is none; mrs may be nil or shorter), for
+// instance those lnx keeps for application MRs. A rendezvous send hands
+// them to the core with the data, or lets the receiver read the data
+// through them, so that the core need not register the buffers itself;
+// eager sends copy and ignore them.
+func (t *Transport) SendMR(p *Peer, h Hdr, iov [][]byte, mrs []*MR, sendID uint64) (done bool, err error) {
 	if t.closed {
 		return false, ErrClosed
 	}
@@ -57,7 +59,7 @@ func (t *Transport) SendDesc(p *Peer, h Hdr, iov [][]byte, desc []unsafe.Pointer
 		return false, ErrAgain
 	}
 	if size > p.eagerMax {
-		err := t.sendRndv(p, h, iov, desc, size, pieces, sendID)
+		err := t.sendRndv(p, h, iov, mrs, size, pieces, sendID)
 		if err != nil {
 			t.refundCredit(p)
 		}
@@ -145,7 +147,7 @@ func (t *Transport) SendDesc(p *Peer, h Hdr, iov [][]byte, desc []unsafe.Pointer
 	return false, nil
 }
 
-func (t *Transport) sendRndv(p *Peer, h Hdr, iov [][]byte, desc []unsafe.Pointer, size uint64, pieces int, sendID uint64) error {
+func (t *Transport) sendRndv(p *Peer, h Hdr, iov [][]byte, mrs []*MR, size uint64, pieces int, sendID uint64) error {
 	if pieces > t.txIOV {
 		return fmt.Errorf("%w: %d pieces, the core takes %d", ErrTooManyIOV, pieces, t.txIOV)
 	}
@@ -156,26 +158,41 @@ func (t *Transport) sendRndv(p *Peer, h Hdr, iov [][]byte, desc []unsafe.Pointer
 	uidx := uint32(idx)
 	o := &t.ops[idx]
 	hb := t.k.hdr(uidx)
-	putEager(hb, kindRTS, h, t.id, p.txSeq)
-	piggyback(p, hb)
-	le.PutUint64(hb[40:], size)
-	le.PutUint64(hb[48:], uint64(o.gen)<<32|uint64(uidx))
-	n := copy(hb[hdrRTS:], t.addr)
-	t.k.setIOV(uidx, 0, t.k.hdrPtr(uidx), hdrRTS+n)
 	k := 0
+	var only []byte // the one piece, if there is one
+	var onlyMR *MR
 	for i, b := range iov {
 		if len(b) != 0 {
 			k++
 			t.k.setIOV(uidx, k, o.pinBuf(b), len(b))
-			if i < len(desc) {
-				t.k.setDesc(uidx, k, desc[i])
+			only, onlyMR = b, nil
+			if i < len(mrs) && mrs[i] != nil {
+				onlyMR = mrs[i]
+				t.k.setDesc(uidx, k, mrs[i].Desc())
 			}
 		}
 	}
 	o.niov = k
+	kind, hlen := uint8(kindRTS), hdrRTS
+	if k == 1 && t.rma {
+		// The receiver reads the data from our buffer: one message and
+		// the read, instead of RTS, CTS and the core's own rendezvous.
+		if raddr, rkey, ok := t.readable(o, only, onlyMR); ok {
+			kind, hlen = kindRTSRead, hdrRTSRead
+			le.PutUint64(hb[56:], raddr)
+			le.PutUint64(hb[64:], rkey)
+		}
+	}
+	putEager(hb, kind, h, t.id, p.txSeq)
+	piggyback(p, hb)
+	le.PutUint64(hb[40:], size)
+	le.PutUint64(hb[48:], uint64(o.gen)<<32|uint64(uidx))
+	n := copy(hb[hlen:], t.addr)
+	t.k.setIOV(uidx, 0, t.k.hdrPtr(uidx), hlen+n)
 	if ret := t.k.sendv(uidx, 0, 0, 1, p.fiAddr); ret != 0 {
 		unPiggyback(p, hb)
 		o.unpin()
+		t.closeMR(o)
 		t.freeSlot(uidx)
 		return t.sendFailed(p, ret)
 	}
@@ -189,6 +206,9 @@ func (t *Transport) sendRndv(p *Peer, h Hdr, iov [][]byte, desc []unsafe.Pointer
 	p.eagainSince = 0
 	p.active = true
 	t.stats.RndvSends++
+	if kind == kindRTSRead {
+		t.stats.ReadSends++
+	}
 	return nil
 }
 
@@ -236,7 +256,7 @@ func (t *Transport) onCTS(src uint64, status uint32, cookie, rtag, n uint64) {
 		return
 	}
 	switch {
-	case status == ctsDiscard:
+	case status == ctsDiscard || status == ctsRead:
 		t.finishSend(idx, nil)
 	case status == ctsReject:
 		t.finishSend(idx, ErrRemote)

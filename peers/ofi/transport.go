@@ -74,6 +74,10 @@ type Config struct {
 	// closing it (see Close). Default DefaultCloseTimeout.
 	CloseTimeout time.Duration
 
+	// NoRead keeps the rendezvous on CTS and tagged transfers even where
+	// the core can read remote memory (see the package doc).
+	NoRead bool
+
 	// Credits is the credit window this transport grants each sender: the
 	// eager and rendezvous-request messages it may have sent that this
 	// transport has not yet handed to onArrival. It bounds what the core
@@ -175,6 +179,9 @@ type Rendezvous struct {
 	cookie uint64
 	state  uint8
 	ctx    any
+
+	read        bool // RTS-read: Pull reads the data at raddr/rkey
+	raddr, rkey uint64
 }
 
 const (
@@ -254,24 +261,27 @@ func (p *Peer) Context() any { return p.ctx }
 
 // Stats are cumulative counters of a Transport.
 type Stats struct {
-	Peers        int    // known peers
-	Outstanding  int    // operation slots in use (bounce buffers included)
-	Injected     uint64 // eager sends completed inline (fi_inject)
-	EagerSends   uint64 // eager sends with a completion
-	RndvSends    uint64 // rendezvous sends started
-	Pulls        uint64 // rendezvous receives posted
-	Discards     uint64 // rendezvous messages discarded
-	Arrivals     uint64 // messages delivered to onArrival
-	Reordered    uint64 // control messages that arrived ahead of their turn
-	Probes       uint64 // liveness probes sent
-	DeadPeers    uint64 // peers declared gone
-	Malformed    uint64 // dropped control messages
-	CoreErrors   uint64 // error completions read from the core CQ
-	CoreReads    uint64 // fi_cq_read calls on the core CQ (each runs the core's progress)
-	Abandoned    uint64 // core operations left behind by a gone peer
-	CreditStalls uint64 // sends refused because the receiver granted no credits
-	CreditMsgs   uint64 // credit messages sent (credits that found no reply to ride on)
-	LeakedCloses uint64 // Close left the core endpoint open (see Close)
+	Peers           int    // known peers
+	Outstanding     int    // operation slots in use (bounce buffers included)
+	Injected        uint64 // eager sends completed inline (fi_inject)
+	EagerSends      uint64 // eager sends with a completion
+	RndvSends       uint64 // rendezvous sends started
+	Pulls           uint64 // rendezvous receives posted
+	Discards        uint64 // rendezvous messages discarded
+	Arrivals        uint64 // messages delivered to onArrival
+	Reordered       uint64 // control messages that arrived ahead of their turn
+	Probes          uint64 // liveness probes sent
+	DeadPeers       uint64 // peers declared gone
+	Malformed       uint64 // dropped control messages
+	CoreErrors      uint64 // error completions read from the core CQ
+	CoreReads       uint64 // fi_cq_read calls on the core CQ (each runs the core's progress)
+	Abandoned       uint64 // core operations left behind by a gone peer
+	CreditStalls    uint64 // sends refused because the receiver granted no credits
+	CreditMsgs      uint64 // credit messages sent (credits that found no reply to ride on)
+	ReadSends       uint64 // rendezvous sends whose data the receiver read (RTS-read)
+	Reads           uint64 // pulls done by reading the sender's buffer
+	ReadRegFailures uint64 // RTS-read not possible: the core refused to register the data
+	LeakedCloses    uint64 // Close left the core endpoint open (see Close)
 }
 
 // Transport is one network endpoint of lnx over a core provider: a core
@@ -314,6 +324,14 @@ type Transport struct {
 	deferred []deferredReq
 	creditQ  []*Peer  // peers owed credits that the core refused to carry
 	reposts  []uint32 // bounce slots to post again at the next Poll
+
+	// RMA-read rendezvous (tp_read.go): the domain to register send
+	// buffers with, whether the core can read, and whether remote
+	// addresses are virtual.
+	d        *Domain
+	rma      bool
+	virt     bool
+	mrKeys   uint64 // requested keys for our registrations (non-PROV_KEY cores)
 	sendDone []doneEvt
 	pullDone []pullEvt
 	rfree    []*Rendezvous
@@ -349,7 +367,7 @@ type retryEnt struct {
 type deferredReq struct {
 	r      *Rendezvous // a Pull, if non-nil
 	dst    [][]byte
-	desc   []unsafe.Pointer
+	mrs    []*MR
 	peer   *Peer // a CTS: to peer, answering cookie
 	cookie uint64
 	status uint32
@@ -406,7 +424,7 @@ func newTransport(d *Domain, cfg Config) (*Transport, error) {
 		return nil, err
 	}
 	name, err := k.name()
-	if err == nil && hdrRTS+addrHdr+len(name) > hdrBytes {
+	if err == nil && hdrRTSRead+addrHdr+len(name) > hdrBytes {
 		// An RTS carries our address in the operation's header area.
 		err = fmt.Errorf("ofi: core address of %d bytes is too long", len(name))
 	}
@@ -415,7 +433,12 @@ func newTransport(d *Domain, cfg Config) (*Transport, error) {
 		return nil, err
 	}
 	inject, txIOV, rxIOV, _ := k.limits()
+	rma, virt := d.canRead()
 	t := &Transport{
+		d:        d,
+		rma:      rma && !cfg.NoRead,
+		virt:     virt,
+		mrKeys:   1 << 62, // clear of the keys lnx requests for application MRs
 		k:        k,
 		cfg:      cfg,
 		name:     name,
@@ -440,7 +463,7 @@ func newTransport(d *Domain, cfg Config) (*Transport, error) {
 	t.addr = encodeAddr(t.id, cfg.EagerMax, cfg.Credits, name)
 	// A bounce buffer takes the largest eager message and any control
 	// message (an RTS carries the sender's address).
-	t.bufSize = (max(hdrEager+cfg.EagerMax, hdrRTS+maxAddrLen) + 63) &^ 63
+	t.bufSize = (max(hdrEager+cfg.EagerMax, hdrRTSRead+maxAddrLen) + 63) &^ 63
 	t.scratchN = max(t.inject, hdrBytes)
 	t.bounce = cmalloc(cfg.RecvPool * t.bufSize)
 	t.scratch = cmalloc(t.scratchN)
@@ -595,6 +618,7 @@ func (t *Transport) Close() error {
 		}
 		inflight := false
 		for i := range t.ops {
+			// (An RMA read too: rxm 1.17 crashes in fi_close under one.)
 			if o := &t.ops[i]; o.kind == kPull && o.pending&1 != 0 {
 				inflight = true
 				break
@@ -613,6 +637,9 @@ func (t *Transport) Close() error {
 		if n == 0 {
 			runtime.Gosched()
 		}
+	}
+	for i := range t.ops {
+		t.closeMR(&t.ops[i]) // the domain would refuse to close with them
 	}
 	err := t.k.close()
 	t.unpinAll()

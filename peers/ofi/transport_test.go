@@ -586,10 +586,14 @@ func TestBothDirections(t *testing.T) {
 	}
 }
 
+// ctsCfg keeps the rendezvous on the CTS protocol (no RMA reads), for the
+// tests of its failure handling.
+var ctsCfg = func() Config { c := testCfg; c.NoRead = true; return c }()
+
 // TestSenderClosesDuringPull: the receiver has posted its receive and
 // sent the CTS; the sender closes before sending data. The pull fails.
 func TestSenderClosesDuringPull(t *testing.T) {
-	a, b, ab, _ := pair(t, testCfg)
+	a, b, ab, _ := pair(t, ctsCfg)
 	src := mmapBuf(t, 1<<20)
 	dst := mmapBuf(t, 1<<20)
 	send(t, a, ab, Hdr{}, [][]byte{src}, 1, b)
@@ -641,7 +645,7 @@ func TestReceiverClosesBeforePull(t *testing.T) {
 func TestCloseMidTransfer(t *testing.T) {
 	for _, closeSender := range []bool{true, false} {
 		t.Run(fmt.Sprintf("closeSender=%v", closeSender), func(t *testing.T) {
-			a, b, ab, _ := pair(t, testCfg)
+			a, b, ab, _ := pair(t, ctsCfg)
 			const k, size = 4, 16 << 20
 			src := mmapBuf(t, size)
 			for i := 0; i < k; i++ {
@@ -773,7 +777,7 @@ func TestRendezvousWithDesc(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		a.poll()
 		b.poll()
-		_, err := a.t.SendDesc(ab, Hdr{Tag: 3}, [][]byte{src}, []unsafe.Pointer{ms.Desc()}, 1)
+		_, err := a.t.SendMR(ab, Hdr{Tag: 3}, [][]byte{src}, []*MR{ms}, 1)
 		if err == nil {
 			break
 		}
@@ -784,7 +788,7 @@ func TestRendezvousWithDesc(t *testing.T) {
 	pump(t, "RTS", 10*time.Second, func() bool { return len(b.arr) == 1 }, a, b)
 	rv := b.arr[0].rv
 	rv.SetContext(1)
-	if err := b.t.PullDesc(rv, [][]byte{dst}, []unsafe.Pointer{md.Desc()}); err != nil {
+	if err := b.t.PullMR(rv, [][]byte{dst}, []*MR{md}); err != nil {
 		t.Fatal(err)
 	}
 	pump(t, "pull and send", 10*time.Second, func() bool { return len(b.pulls) == 1 && len(a.done) == 1 }, a, b)

@@ -18,28 +18,34 @@ import (
 // the payload (its length is the received length minus 40).
 // RTS:   as eager up to 40, then [40:48] size, [48:56] cookie, then the
 // sender's address blob (so that the receiver can answer).
+// RTS-read: as RTS up to 56, then [56:64] the remote address of the data
+// and [64:72] the key of its registration, then the address blob: the
+// receiver reads the data itself and answers with a CTS "read done".
 // CTS:   [16:24] cookie, [24:32] rendezvous tag, [32:40] granted length.
 // PING, BYE, CREDIT: the 16 common bytes only.
 // HELLO: the 16 common bytes, then the sender's address blob.
 const (
 	wireVersion = 1
 
-	kindEager  = 1
-	kindRTS    = 2
-	kindCTS    = 3
-	kindPing   = 4
-	kindBye    = 5
-	kindCredit = 6 // returns credits ([2:4]) and carries nothing else
-	kindHello  = 7 // introduces the sender, so that credits can reach it
+	kindEager   = 1
+	kindRTS     = 2
+	kindCTS     = 3
+	kindPing    = 4
+	kindBye     = 5
+	kindCredit  = 6 // returns credits ([2:4]) and carries nothing else
+	kindHello   = 7 // introduces the sender, so that credits can reach it
+	kindRTSRead = 8 // RTS whose data the receiver reads (RMA)
 
-	hdrCommon = 16
-	hdrEager  = 40
-	hdrRTS    = 56
-	hdrCTS    = 40
+	hdrCommon  = 16
+	hdrEager   = 40
+	hdrRTS     = 56
+	hdrRTSRead = 72
+	hdrCTS     = 40
 
 	ctsGo      = 0 // send the first len bytes (len may be 0)
 	ctsDiscard = 1 // the receiver dropped the message; complete successfully
 	ctsReject  = 2 // the receiver could not take it; complete with ErrRemote
+	ctsRead    = 3 // the receiver read the data (RTS-read); complete
 )
 
 var le = binary.LittleEndian
