@@ -61,7 +61,14 @@ func (c *regCache) acquire(d *Domain, base uintptr, n, access uint64) (*coreReg,
 	c.misses++
 	r := &coreReg{key: k, refs: 1, mrs: make([]*ofi.MR, len(d.cores))}
 	for i, cd := range d.cores {
-		m, err := cd.dom.RegMR(base, n, access, coreKeys.Add(1), 0, 0)
+		// A send buffer may be read by the receiver (the transport's
+		// RMA-read rendezvous), which cores that check access refuse
+		// unless the registration allows it.
+		acc := access
+		if acc&fi.SEND != 0 {
+			acc |= fi.REMOTE_READ
+		}
+		m, err := cd.dom.RegMR(base, n, acc, coreKeys.Add(1), 0, 0)
 		if err != nil {
 			r.close()
 			return nil, fi.Wrap(fi.Errno(-fi.Code(err)), "registering %d bytes with %s: %v", n, cd.choice.Prov, err)
