@@ -64,7 +64,12 @@
 //     grant completes both sides without data. Discard sends a CTS with
 //     status "discard" (the sender completes successfully); a Pull that
 //     cannot be served (too many pieces) sends "reject" (ErrRemote).
-//   - RTS-read (a rendezvous send of one piece, where the core has FI_RMA
+//   - split (payload above EagerMax but within Config.SplitMax, rxm's
+//     16 KiB eager limit): the RTS header carries a tag, and the data
+//     goes at once as a tagged core message with that tag, which the
+//     receiver's core holds until Pull posts the tagged receive; no CTS
+//     (tp_split.go).
+//   - RTS-read (a larger rendezvous send of one piece, where the core has FI_RMA
 //     reads and Config.NoRead is not set): the RTS also carries the
 //     piece's remote address and key (the caller's core registration, or
 //     one the transport makes for the send). Pull reads the data straight

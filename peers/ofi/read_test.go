@@ -25,7 +25,7 @@ func TestReadRendezvous(t *testing.T) {
 		trunc bool
 	}
 	cases := []tc{
-		{DefaultEagerMax + 1, []int{DefaultEagerMax + 1}, false},
+		{DefaultSplitMax + 1, []int{DefaultSplitMax + 1}, false},
 		{1 << 20, []int{1 << 20}, false},
 		{4 << 20, []int{1 << 20, 3 << 20}, false},
 		{1 << 20, []int{1000}, true},

@@ -398,4 +398,5 @@ const (
 	cEAGAIN    = -int(C.FI_EAGAIN)
 	cECANCELED = int(C.FI_ECANCELED)
 	cEINVAL    = int(C.FI_EINVAL)
+	cETRUNC    = int(C.FI_ETRUNC)
 )

@@ -48,6 +48,7 @@ type op struct {
 	cancel  int64 // kPull: when the receive was cancelled (0: not)
 	probe   bool  // kCtl: a liveness probe
 	read    bool  // kPull: reads the data (RMA) from raddr/rkey
+	split   bool  // kPull: receives a split message's data (no CTS)
 	raddr   uint64
 	rkey    uint64
 	mr      *MR // kRndv: our registration of the data, closed with the op
@@ -67,6 +68,7 @@ type rxInfo struct {
 	plen   int    // eager payload bytes after the header
 	raddr  uint64 // RTS-read: where the data is, and its key
 	rkey   uint64
+	rtag   uint64 // split: the data's tag
 }
 
 func (o *op) unpin() {

@@ -140,6 +140,11 @@ func (t *Transport) dispatch(i int) {
 		case sub == 1:
 			t.heard(p)
 		case o.phase != phPull:
+		case o.split && errno == cETRUNC:
+			// The buffer was smaller than the message: it holds the
+			// first o.size bytes (the caller reports the truncation).
+			t.heard(p)
+			t.finishPull(idx, o.size, nil)
 		case errno == 0 && o.read:
 			t.heard(p)
 			t.stats.Reads++
@@ -250,10 +255,13 @@ func (t *Transport) onBounce(idx uint32, errno, provErr int, n uint64) {
 		o.rx = rxInfo{kind: kind, peer: p, hdr: rxHdr(b), size: n - hdrEager, plen: int(n - hdrEager)}
 		t.sequence(p, idx, le.Uint32(b[16:]))
 		return
-	case kindRTS, kindRTSRead:
+	case kindRTS, kindRTSRead, kindSplit:
 		hlen := hdrRTS
-		if kind == kindRTSRead {
+		switch kind {
+		case kindRTSRead:
 			hlen = hdrRTSRead
+		case kindSplit:
+			hlen = hdrSplit
 		}
 		if n < uint64(hlen)+addrHdr+1 {
 			t.malformed(src, fmt.Sprintf("RTS of %d bytes", n))
@@ -277,8 +285,11 @@ func (t *Transport) onBounce(idx uint32, errno, provErr int, n uint64) {
 		}
 		t.heard(p)
 		o.rx = rxInfo{kind: kind, peer: p, hdr: rxHdr(b), size: size, cookie: cookie}
-		if kind == kindRTSRead {
+		switch kind {
+		case kindRTSRead:
 			o.rx.raddr, o.rx.rkey = le.Uint64(b[56:]), le.Uint64(b[64:])
+		case kindSplit:
+			o.rx.rtag = le.Uint64(b[56:])
 		}
 		t.sequence(p, idx, le.Uint32(b[16:]))
 		return
@@ -411,6 +422,7 @@ func (t *Transport) deliver(cb func(*Arrival) bool) int {
 			rv = t.getRndv()
 			rv.peer, rv.src, rv.hdr, rv.size, rv.cookie = rx.peer, rx.peer.id, rx.hdr, rx.size, rx.cookie
 			rv.read, rv.raddr, rv.rkey = rx.kind == kindRTSRead, rx.raddr, rx.rkey
+			rv.split, rv.rtag = rx.kind == kindSplit, rx.rtag
 			rv.state = rvOffered
 			a.Eager = nil
 			a.Rndv = rv
@@ -553,7 +565,11 @@ func (t *Transport) finishPull(idx uint32, n uint64, err error) {
 		err = fmt.Errorf("%w: received %d bytes, expected %d", ErrCorrupt, n, o.size)
 	}
 	if o.rv != nil {
-		t.pullDone = append(t.pullDone, pullEvt{o.rv, n, err})
+		if o.rv.discarded {
+			t.putRndv(o.rv)
+		} else {
+			t.pullDone = append(t.pullDone, pullEvt{o.rv, n, err})
+		}
 		o.rv = nil
 	}
 	t.release(idx)

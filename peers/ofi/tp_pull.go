@@ -1,6 +1,9 @@
 package ofi
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // Pull receives a rendezvous message directly into dst. It is
 // asynchronous: it posts a tagged core receive of min(r.Size(), capacity of
@@ -77,6 +80,10 @@ func (t *Transport) startPull(idx uint32, r *Rendezvous, dst [][]byte, mrs []*MR
 	o.size = want
 	o.phase = phPull
 	t.wait(p)
+	if r.split {
+		t.startSplitPull(idx, r, dst, mrs, want)
+		return
+	}
 	if want == 0 {
 		// Nothing to receive: the CTS alone completes the sender.
 		putCTS(t.k.hdr(idx), t.id, ctsGo, r.cookie, 0, 0)
@@ -131,6 +138,11 @@ func (t *Transport) Discard(r *Rendezvous) error {
 		return ErrBadHandle
 	}
 	t.stats.Discards++
+	if r.split {
+		// The data is on its way regardless: receive it into the sink.
+		r.discarded = true
+		return t.Pull(r, [][]byte{unsafe.Slice((*byte)(t.sink), t.cfg.SplitMax)})
+	}
 	t.sendCTS(r.peer, r.cookie, ctsDiscard, 0, 0)
 	t.putRndv(r)
 	return nil

@@ -174,7 +174,14 @@ func (t *Transport) sendRndv(p *Peer, h Hdr, iov [][]byte, mrs []*MR, size uint6
 	}
 	o.niov = k
 	kind, hlen := uint8(kindRTS), hdrRTS
-	if k == 1 && t.rma {
+	split := size <= uint64(t.cfg.SplitMax)
+	if split {
+		// Data within the core's eager limit goes at once, tagged; the
+		// receiver's core holds it until Pull posts the receive.
+		kind, hlen = kindSplit, hdrSplit
+		o.rtag = 1<<62 | uint64(p.txSeq)
+		le.PutUint64(hb[56:], o.rtag)
+	} else if k == 1 && t.rma {
 		// The receiver reads the data from our buffer: one message and
 		// the read, instead of RTS, CTS and the core's own rendezvous.
 		if raddr, rkey, ok := t.readable(o, only, onlyMR); ok {
@@ -202,6 +209,12 @@ func (t *Transport) sendRndv(p *Peer, h Hdr, iov [][]byte, mrs []*MR, size uint6
 	o.sendID = sendID
 	o.size = size
 	t.wait(p)
+	if split {
+		o.dn = k
+		o.phase = phData
+		t.postOrQueue(uidx, 1) // the data send completes the send
+		t.stats.SplitSends++
+	}
 	p.txSeq++
 	p.eagainSince = 0
 	p.active = true

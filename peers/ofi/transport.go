@@ -25,6 +25,8 @@ const (
 	// DefaultCredits lets a sender have 64 messages in the receiver's core
 	// at once: with rxm's 16 KiB eager buffers, at most 1 MiB per sender.
 	DefaultCredits = 64
+	// DefaultSplitMax is rxm's default eager limit (FI_OFI_RXM_BUFFER_SIZE).
+	DefaultSplitMax = 16384
 	// MaxCredits is the largest credit window (it travels in one byte of
 	// the address).
 	MaxCredits = 255
@@ -73,6 +75,12 @@ type Config struct {
 	// progress to finish before it abandons the core endpoint instead of
 	// closing it (see Close). Default DefaultCloseTimeout.
 	CloseTimeout time.Duration
+
+	// SplitMax: a message larger than EagerMax but at most SplitMax goes
+	// as a header and a tagged core message sent at once (the core's own
+	// eager limit; see tp_split.go). Default DefaultSplitMax; negative:
+	// never.
+	SplitMax int
 
 	// NoRead keeps the rendezvous on CTS and tagged transfers even where
 	// the core can read remote memory (see the package doc).
@@ -124,6 +132,14 @@ func (c Config) normalize() (Config, error) {
 	}
 	if c.CloseTimeout <= 0 {
 		c.CloseTimeout = DefaultCloseTimeout
+	}
+	switch {
+	case c.SplitMax == 0:
+		c.SplitMax = DefaultSplitMax
+	case c.SplitMax < 0:
+		c.SplitMax = 0
+	case c.SplitMax > MaxEagerMax:
+		return c, fmt.Errorf("ofi: Config.SplitMax %d exceeds %d", c.SplitMax, MaxEagerMax)
 	}
 	switch {
 	case c.Credits == 0:
@@ -182,6 +198,9 @@ type Rendezvous struct {
 
 	read        bool // RTS-read: Pull reads the data at raddr/rkey
 	raddr, rkey uint64
+	split       bool // split: the data comes as a tagged message with rtag
+	rtag        uint64
+	discarded   bool // split: Discard receives the data into the sink
 }
 
 const (
@@ -279,6 +298,7 @@ type Stats struct {
 	CreditStalls    uint64 // sends refused because the receiver granted no credits
 	CreditMsgs      uint64 // credit messages sent (credits that found no reply to ride on)
 	ReadSends       uint64 // rendezvous sends whose data the receiver read (RTS-read)
+	SplitSends      uint64 // sends of a header and a tagged data message at once (split)
 	Reads           uint64 // pulls done by reading the sender's buffer
 	ReadRegFailures uint64 // RTS-read not possible: the core refused to register the data
 	LeakedCloses    uint64 // Close left the core endpoint open (see Close)
@@ -331,7 +351,8 @@ type Transport struct {
 	d        *Domain
 	rma      bool
 	virt     bool
-	mrKeys   uint64 // requested keys for our registrations (non-PROV_KEY cores)
+	mrKeys   uint64         // requested keys for our registrations (non-PROV_KEY cores)
+	sink     unsafe.Pointer // SplitMax bytes of C memory that discarded split data lands in
 	sendDone []doneEvt
 	pullDone []pullEvt
 	rfree    []*Rendezvous
@@ -463,11 +484,12 @@ func newTransport(d *Domain, cfg Config) (*Transport, error) {
 	t.addr = encodeAddr(t.id, cfg.EagerMax, cfg.Credits, name)
 	// A bounce buffer takes the largest eager message and any control
 	// message (an RTS carries the sender's address).
-	t.bufSize = (max(hdrEager+cfg.EagerMax, hdrRTSRead+maxAddrLen) + 63) &^ 63
+	t.bufSize = (max(hdrEager+cfg.EagerMax, hdrRTSRead+maxAddrLen, hdrSplit+maxAddrLen) + 63) &^ 63
 	t.scratchN = max(t.inject, hdrBytes)
 	t.bounce = cmalloc(cfg.RecvPool * t.bufSize)
 	t.scratch = cmalloc(t.scratchN)
-	if t.bounce == nil || t.scratch == nil {
+	t.sink = cmalloc(max(cfg.SplitMax, 1))
+	if t.bounce == nil || t.scratch == nil || t.sink == nil {
 		t.freeC()
 		k.close()
 		return nil, errors.New("ofi: out of C memory for bounce buffers")
@@ -489,7 +511,8 @@ func newTransport(d *Domain, cfg Config) (*Transport, error) {
 func (t *Transport) freeC() {
 	cfree(t.bounce)
 	cfree(t.scratch)
-	t.bounce, t.scratch = nil, nil
+	cfree(t.sink)
+	t.bounce, t.scratch, t.sink = nil, nil, nil
 }
 
 func (t *Transport) clock() int64 {

@@ -21,6 +21,8 @@ import (
 // RTS-read: as RTS up to 56, then [56:64] the remote address of the data
 // and [64:72] the key of its registration, then the address blob: the
 // receiver reads the data itself and answers with a CTS "read done".
+// split: as RTS up to 56, then [56:64] the tag of the tagged core message
+// that carries the data, then the address blob.
 // CTS:   [16:24] cookie, [24:32] rendezvous tag, [32:40] granted length.
 // PING, BYE, CREDIT: the 16 common bytes only.
 // HELLO: the 16 common bytes, then the sender's address blob.
@@ -35,11 +37,13 @@ const (
 	kindCredit  = 6 // returns credits ([2:4]) and carries nothing else
 	kindHello   = 7 // introduces the sender, so that credits can reach it
 	kindRTSRead = 8 // RTS whose data the receiver reads (RMA)
+	kindSplit   = 9 // RTS whose data follows as a tagged core message
 
 	hdrCommon  = 16
 	hdrEager   = 40
 	hdrRTS     = 56
 	hdrRTSRead = 72
+	hdrSplit   = 64
 	hdrCTS     = 40
 
 	ctsGo      = 0 // send the first len bytes (len may be 0)
