@@ -92,24 +92,7 @@ func (t *Transport) startPull(idx uint32, r *Rendezvous, dst [][]byte, mrs []*MR
 		t.finishPull(idx, 0, nil)
 		return
 	}
-	left := want
-	k := 0
-	for i, b := range dst {
-		if left == 0 {
-			break
-		}
-		if len(b) == 0 {
-			continue
-		}
-		l := min(uint64(len(b)), left)
-		k++
-		t.k.setIOV(idx, k, o.pinBuf(b), int(l))
-		if i < len(mrs) && mrs[i] != nil {
-			t.k.setDesc(idx, k, mrs[i].Desc())
-		}
-		left -= l
-	}
-	o.niov = k
+	t.setPullIOV(idx, dst, mrs, want)
 	if r.read {
 		// Read the data where the sender announced it; the CTS "read
 		// done" follows the read (readDone).
@@ -189,4 +172,28 @@ func (t *Transport) getRndv() *Rendezvous {
 func (t *Transport) putRndv(r *Rendezvous) {
 	*r = Rendezvous{t: t}
 	t.rfree = append(t.rfree, r)
+}
+
+// setPullIOV points op idx's iov[1:] at the first want bytes of dst (with
+// their core registrations), pinning Go memory, and sets niov.
+func (t *Transport) setPullIOV(idx uint32, dst [][]byte, mrs []*MR, want uint64) {
+	o := &t.ops[idx]
+	left := want
+	k := 0
+	for i, b := range dst {
+		if left == 0 {
+			break
+		}
+		if len(b) == 0 {
+			continue
+		}
+		l := min(uint64(len(b)), left)
+		k++
+		t.k.setIOV(idx, k, o.pinBuf(b), int(l))
+		if i < len(mrs) && mrs[i] != nil {
+			t.k.setDesc(idx, k, mrs[i].Desc())
+		}
+		left -= l
+	}
+	o.niov = k
 }

@@ -22,24 +22,7 @@ package ofi
 // startSplitPull posts the tagged receive of a split message's data.
 func (t *Transport) startSplitPull(idx uint32, r *Rendezvous, dst [][]byte, mrs []*MR, want uint64) {
 	o := &t.ops[idx]
-	left := want
-	k := 0
-	for i, b := range dst {
-		if left == 0 {
-			break
-		}
-		if len(b) == 0 {
-			continue
-		}
-		l := min(uint64(len(b)), left)
-		k++
-		t.k.setIOV(idx, k, o.pinBuf(b), int(l))
-		if i < len(mrs) && mrs[i] != nil {
-			t.k.setDesc(idx, k, mrs[i].Desc())
-		}
-		left -= l
-	}
-	o.niov = k
+	t.setPullIOV(idx, dst, mrs, want)
 	o.split = true
 	o.rtag = r.rtag
 	t.postOrQueue(idx, 0)
