@@ -240,7 +240,9 @@ static inline size_t iov_limit(struct peer *p)
 /* ---- shared cases ------------------------------------------------------------ */
 #ifndef MSG_NO_SHARED_CASES
 
-static const size_t k_sizes[] = { 0, 1, 4 * KiB, 1 * MiB, 4 * MiB };
+/* 16320 and 16 KiB sit on each side of lnx's network eager limit (16 KiB
+ * goes as a split message over tcp;ofi_rxm), 64 KiB and up by rendezvous. */
+static const size_t k_sizes[] = { 0, 1, 4 * KiB, 16320, 16 * KiB, 64 * KiB, 1 * MiB, 4 * MiB };
 #define NSIZES (sizeof(k_sizes) / sizeof(k_sizes[0]))
 
 /* Receives posted before the sends (expected path). */
