@@ -116,7 +116,7 @@ func (t *Transport) returnCredits(p *Peer) {
 			t.peerGone(p, coreErr("credit message", ret, 0))
 			return
 		}
-	} else if t.sendCtl(p, kindCredit, nil) {
+	} else if t.sendCtl(p, kindCredit, 0, nil) {
 		t.stats.CreditMsgs++
 		return
 	}
@@ -139,13 +139,14 @@ func (t *Transport) runCredits() {
 // sendHello introduces us to p (our address blob) through an operation
 // slot, retried by Poll if the core refuses it for now.
 func (t *Transport) sendHello(p *Peer) bool {
-	return t.sendCtl(p, kindHello, t.addr)
+	return t.sendCtl(p, kindHello, 0, t.addr)
 }
 
-// sendCtl sends a control message of the common header plus extra to p
-// from an operation slot; it reports whether the message was posted or
-// queued for a retry. Credits owed to p ride along.
-func (t *Transport) sendCtl(p *Peer, kind uint8, extra []byte) bool {
+// sendCtl sends a control message (the common header with word, then
+// extra) to p from an operation slot; it reports whether the message was
+// posted or queued for a retry, false if no slot was free. Credits owed
+// to p ride along.
+func (t *Transport) sendCtl(p *Peer, kind uint8, word uint32, extra []byte) bool {
 	idx := t.alloc(kCtl, false)
 	if idx < 0 {
 		return false
@@ -153,7 +154,7 @@ func (t *Transport) sendCtl(p *Peer, kind uint8, extra []byte) bool {
 	uidx := uint32(idx)
 	o := &t.ops[idx]
 	hb := t.k.hdr(uidx)
-	putCommon(hb, kind, 0, t.id)
+	putCommon(hb, kind, word, t.id)
 	piggyback(p, hb)
 	n := copy(hb[hdrCommon:], extra)
 	t.k.setIOV(uidx, 0, t.k.hdrPtr(uidx), hdrCommon+n)

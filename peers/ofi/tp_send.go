@@ -318,19 +318,11 @@ func (t *Transport) sendCTS(p *Peer, cookie uint64, status uint32, rtag, n uint6
 	if p == nil || p.dead || !p.hasAddr {
 		return
 	}
-	idx := t.alloc(kCtl, false)
-	if idx < 0 {
+	var b [hdrCTS]byte
+	putCTS(b[:], t.id, status, cookie, rtag, n)
+	if !t.sendCtl(p, kindCTS, status, b[hdrCommon:]) {
 		t.deferred = append(t.deferred, deferredReq{peer: p, cookie: cookie, status: status})
-		return
 	}
-	uidx := uint32(idx)
-	o := &t.ops[idx]
-	putCTS(t.k.hdr(uidx), t.id, status, cookie, rtag, n)
-	piggyback(p, t.k.hdr(uidx))
-	t.k.setIOV(uidx, 0, t.k.hdrPtr(uidx), hdrCTS)
-	o.peer = p
-	t.wait(p)
-	t.postOrQueue(uidx, 0)
 }
 
 // probe sends a PING to p: a successful post and completion show the core

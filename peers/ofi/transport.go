@@ -104,13 +104,8 @@ func (c Config) normalize() (Config, error) {
 	if c.Prov == "" {
 		c.Prov = DefaultProv
 	}
-	switch {
-	case c.EagerMax == 0:
-		c.EagerMax = DefaultEagerMax
-	case c.EagerMax < 0:
-		c.EagerMax = 0
-	case c.EagerMax > MaxEagerMax:
-		return c, fmt.Errorf("ofi: Config.EagerMax %d exceeds %d", c.EagerMax, MaxEagerMax)
+	if err := defaultOrOff(&c.EagerMax, "EagerMax", DefaultEagerMax, MaxEagerMax); err != nil {
+		return c, err
 	}
 	if c.RecvPool == 0 {
 		c.RecvPool = DefaultRecvPool
@@ -133,23 +128,27 @@ func (c Config) normalize() (Config, error) {
 	if c.CloseTimeout <= 0 {
 		c.CloseTimeout = DefaultCloseTimeout
 	}
-	switch {
-	case c.SplitMax == 0:
-		c.SplitMax = DefaultSplitMax
-	case c.SplitMax < 0:
-		c.SplitMax = 0
-	case c.SplitMax > MaxEagerMax:
-		return c, fmt.Errorf("ofi: Config.SplitMax %d exceeds %d", c.SplitMax, MaxEagerMax)
+	if err := defaultOrOff(&c.SplitMax, "SplitMax", DefaultSplitMax, MaxEagerMax); err != nil {
+		return c, err
 	}
-	switch {
-	case c.Credits == 0:
-		c.Credits = DefaultCredits
-	case c.Credits < 0:
-		c.Credits = 0
-	case c.Credits > MaxCredits:
-		return c, fmt.Errorf("ofi: Config.Credits %d exceeds %d", c.Credits, MaxCredits)
+	if err := defaultOrOff(&c.Credits, "Credits", DefaultCredits, MaxCredits); err != nil {
+		return c, err
 	}
 	return c, nil
+}
+
+// defaultOrOff normalizes a setting where 0 means the default and a
+// negative value turns the feature off (0 after normalizing).
+func defaultOrOff(v *int, name string, def, limit int) error {
+	switch {
+	case *v == 0:
+		*v = def
+	case *v < 0:
+		*v = 0
+	case *v > limit:
+		return fmt.Errorf("ofi: Config.%s %d exceeds %d", name, *v, limit)
+	}
+	return nil
 }
 
 // Hdr is the matching information carried with every message; it has the
