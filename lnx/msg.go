@@ -180,9 +180,10 @@ func (e *Endpoint) Send(op *Op) error {
 		h := hdr
 		h.Flags |= seq
 		// The application's registrations with this core spare it
-		// registering a rendezvous send's buffers itself.
+		// registering a rendezvous send's buffers itself (eager sends
+		// copy and need none).
 		var mrs [MaxIov]*ofi.MR
-		if !dev {
+		if !dev && size > uint64(r.net.EagerMax()) {
 			for i := range niov {
 				mrs[i] = op.MRs[i].coreMR(r.ti)
 			}
@@ -248,9 +249,7 @@ func (e *Endpoint) injectSize() uint64 { return e.Domain.Link.lim.inject }
 type route struct {
 	kind int
 	shm  *shm.Peer
-	net  *ofi.Peer
-	t    *ofi.Transport
-	ti   int // t's index in Endpoint.nets (and the domain's cores)
+	rail // a network peer: its rail, the only one unless PER_MSG
 
 	// PER_MSG over several rails (rail.go): every rail, the next to use,
 	// and the sequence number of the next message.
@@ -292,7 +291,7 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 			}
 			rt.rails = append(rt.rails, rail{e.nets[i], p, i})
 		}
-		rt.t, rt.net, rt.ti = rt.rails[0].t, rt.rails[0].net, 0
+		rt.rail = rt.rails[0]
 	} else {
 		// PER_PEER: one rail per peer keeps its messages in order.
 		i := int(addr % uint64(n))
@@ -300,7 +299,7 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 		if err != nil {
 			return nil, fi.Wrap(fi.EHOSTUNREACH, "network connect to %d: %v", addr, err)
 		}
-		rt.t, rt.net, rt.ti = e.nets[i], p, i
+		rt.rail = rail{e.nets[i], p, i}
 	}
 	e.routes[addr] = rt
 	return rt, nil

@@ -50,7 +50,7 @@ func railSelection() railSel {
 type rail struct {
 	t   *ofi.Transport
 	net *ofi.Peer
-	ti  int // index of t in Endpoint.nets
+	ti  int // index of t in Endpoint.nets (and the domain's cores)
 }
 
 // nextRail picks the rail for the next message to rt, and the header bits
@@ -58,7 +58,7 @@ type rail struct {
 // took the message.
 func (rt *route) nextRail() (rail, uint32) {
 	if len(rt.rails) < 2 {
-		return rail{rt.t, rt.net, rt.ti}, 0
+		return rt.rail, 0
 	}
 	r := rt.rails[rt.rr]
 	rt.rr = (rt.rr + 1) % len(rt.rails)
