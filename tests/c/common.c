@@ -1,5 +1,6 @@
 #include "common.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
@@ -774,4 +775,17 @@ int run_subtests(int argc, char **argv, const struct subtest *t, size_t n)
 	       base.links, base.distinct_nodes ? ", distinct node ids" : "",
 	       failed ? "; failed:" : "", failures);
 	return failed || !ran ? 1 : 0;
+}
+
+int count_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		FAIL("opendir /proc/self/fd");
+	for (struct dirent *e; (e = readdir(d));)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
 }

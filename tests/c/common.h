@@ -190,6 +190,9 @@ void expect_no_completion(struct fid_cq *cq, int ms, const char *what);
 /* Progresses cq for ms milliseconds, stashing whatever completes. */
 void progress_for(struct fid_cq *cq, int ms);
 
+/* Open file descriptors of this process (leak checks). */
+int count_fds(void);
+
 /* Posts with retry on -FI_EAGAIN (progressing cq in between), bounded. */
 #define POST(cq, expr)                                                         \
 	do {                                                                   \

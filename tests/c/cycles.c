@@ -8,19 +8,6 @@
 #include <unistd.h>
 #include "common.h"
 
-static int count_fds(void)
-{
-	int n = 0;
-	DIR *d = opendir("/proc/self/fd");
-	if (!d)
-		FAIL("opendir /proc/self/fd");
-	for (struct dirent *e; (e = readdir(d));)
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
-
 static int count_shm(void)
 {
 	char prefix[64];

@@ -17,7 +17,6 @@
  * endpoint.
  */
 #include <errno.h>
-#include <dirent.h>
 #include "common.h"
 
 extern void *__libc_malloc(size_t n);
@@ -46,18 +45,6 @@ static int refuse(void)
 void *malloc(size_t n) { return refuse() ? NULL : __libc_malloc(n); }
 void *calloc(size_t n, size_t size) { return refuse() ? NULL : __libc_calloc(n, size); }
 void *realloc(void *p, size_t n) { return refuse() ? NULL : __libc_realloc(p, n); }
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-	struct dirent *e;
-	while (d && (e = readdir(d)))
-		n += e->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return n;
-}
 
 #define SLOT 4096
 #define MAX_N 200
