@@ -201,7 +201,7 @@ func lnx_go_endpoint(dh C.lnx_handle, info *C.struct_fi_info, fast *C.struct_lnx
 	if err != nil {
 		return code("fi_endpoint", err)
 	}
-	e.SetFast(unsafe.Pointer(fast))
+	e.SetFast(unsafe.Pointer(fast), descMR)
 	return register(e, h)
 }
 

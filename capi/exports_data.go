@@ -43,12 +43,16 @@ func fillOp(op *lnx.Op, iov *C.struct_iovec, desc *unsafe.Pointer, count C.size_
 		if ds != nil && ds[i] != nil {
 			// lnx descriptors are MR handles (see lnx_new_mr); anything
 			// else is not ours and is ignored.
-			if m, ok := handles.get(uintptr(ds[i])).(*lnx.MR); ok {
-				op.MRs[i] = m
-			}
+			op.MRs[i] = descMR(uintptr(ds[i]))
 		}
 	}
 	return nil
+}
+
+// descMR is the MR an lnx descriptor designates, or nil.
+func descMR(d uintptr) *lnx.MR {
+	m, _ := handles.get(d).(*lnx.MR)
+	return m
 }
 
 func opKind(op *lnx.Op, kind C.int) {

@@ -9,6 +9,8 @@ enum {
 	lnx_gate_readers_off = offsetof(struct lnx_gate, readers),
 	lnx_gate_seq_off = offsetof(struct lnx_gate, seq),
 	lnx_fast_peer_off = offsetof(struct lnx_fast, peer),
+	lnx_fast_rxq_off = offsetof(struct lnx_fast, rxq),
+	lnx_gate_posts_off = offsetof(struct lnx_gate, posts),
 	lnx_txslot_fwd_off = offsetof(struct lnx_txslot, fwd_head),
 	lnx_txslot_tail_off = offsetof(struct lnx_txslot, tail),
 	lnx_rec_stamp_off = offsetof(struct lnx_rec, stamp),
@@ -21,13 +23,14 @@ enum {
 import "C"
 
 // cLayout is what the C compiler makes of the structures that C and Go
-// both read and write (the CQ gate, the fast send path, shm's ring
+// both read and write (the CQ gate, the fast send and receive paths, shm's ring
 // records); the tests compare it with the Go mirrors.
 type cLayout struct {
 	gateSize, gateW, gateWSize, gateReaders, gateSeq uintptr
 	gateWatches                                      int
-	fastSize, fastPeer                               uintptr
-	fastPeers                                        int
+	fastSize, fastPeer, fastRxq, rxqSize, gatePosts  uintptr
+	fastPeers, fastRecvs                             int
+	rxqTagged, rxqIov                                uint32
 	slotSize, slotFwd, slotTail                      uintptr
 	recHdr, recLine, recEager                        uintptr
 	recStamp, recKF, recTag, recData, recSize        uintptr
@@ -39,6 +42,8 @@ func layoutC() cLayout {
 		gateSize: C.sizeof_struct_lnx_gate, gateW: C.lnx_gate_w_off, gateWSize: C.sizeof_struct_lnx_gate_watch,
 		gateReaders: C.lnx_gate_readers_off, gateSeq: C.lnx_gate_seq_off, gateWatches: C.LNX_GATE_WATCHES,
 		fastSize: C.sizeof_struct_lnx_fast, fastPeer: C.lnx_fast_peer_off, fastPeers: C.LNX_FAST_PEERS,
+		fastRxq: C.lnx_fast_rxq_off, rxqSize: C.sizeof_struct_lnx_rxq_entry, gatePosts: C.lnx_gate_posts_off,
+		fastRecvs: C.LNX_RXQ, rxqTagged: C.LNX_RXQ_TAGGED, rxqIov: C.LNX_RXQ_IOV,
 		slotSize: C.sizeof_struct_lnx_txslot, slotFwd: C.lnx_txslot_fwd_off, slotTail: C.lnx_txslot_tail_off,
 		recHdr: C.LNX_REC_HDR, recLine: C.LNX_REC_LINE, recEager: C.LNX_REC_EAGER,
 		recStamp: C.lnx_rec_stamp_off, recKF: C.lnx_rec_kf_off, recTag: C.lnx_rec_tag_off,

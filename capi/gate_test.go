@@ -18,6 +18,8 @@ func TestSharedLayouts(t *testing.T) {
 		gateSize: lnx.GateSize, gateW: lnx.GateWatchOffset, gateWSize: lnx.GateWatchSize,
 		gateReaders: lnx.GateReadersOff, gateSeq: lnx.GateSeqOff, gateWatches: lnx.GateWatches,
 		fastSize: lnx.FastSize, fastPeer: lnx.FastPeerOffset, fastPeers: lnx.FastPeers,
+		fastRxq: lnx.FastRxqOffset, rxqSize: lnx.FastRxqSize, gatePosts: lnx.GatePostsOff,
+		fastRecvs: lnx.FastRecvs, rxqTagged: lnx.QueuedTagged, rxqIov: lnx.QueuedIov,
 		slotSize: unsafe.Sizeof(slot), slotFwd: unsafe.Offsetof(slot.FwdHead), slotTail: unsafe.Offsetof(slot.Tail),
 		recHdr: shm.RecHdrSize, recLine: shm.RecLine, recEager: shm.RecEager,
 		recStamp: shm.RecStampOff, recKF: shm.RecKFOff, recTag: shm.RecTagOff,

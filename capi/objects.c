@@ -339,6 +339,8 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	int ret = lnx_go_ep_bind(e->h, bh, kind, flags);
 	if (ret == 0 && kind == LNX_KIND_CQ && (flags & FI_TRANSMIT))
 		__atomic_store_n(&e->fast->cring, ((struct lnx_cq *)(void *)bfid)->cring, __ATOMIC_RELEASE);
+	if (ret == 0 && kind == LNX_KIND_CQ && (flags & FI_RECV))
+		__atomic_store_n(&e->fast->rx_gate, &((struct lnx_cq *)(void *)bfid)->gate, __ATOMIC_RELEASE);
 	return ret;
 }
 
@@ -493,10 +495,54 @@ static ssize_t do_send(struct fid_ep *ep, const struct iovec *iov, void **desc, 
 	return lnx_go_send(e->h, (struct iovec *)iov, desc, count, dest, tag, data, flags, ctx, kind);
 }
 
+/*
+ * lnx_fast_recv queues a receive for Go (see struct lnx_fast): posting
+ * then costs no call into Go, and the call that takes it is usually a poll
+ * made while the message is still on its way. Go's posting cannot fail for
+ * what is queued here (the endpoint is enabled while rx_on is set; errors
+ * come only from the ...msg flags and bad buffers, which go to Go); a full
+ * queue goes to Go too, which takes the queue first, so order holds.
+ */
+static ssize_t lnx_fast_recv(struct lnx_fast *f, const struct iovec *iov, void **desc, size_t count,
+			     fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx, int kind)
+{
+	if (!__atomic_load_n(&f->rx_on, __ATOMIC_ACQUIRE) || (kind & LNX_OP_EXPLICIT) || count > 1)
+		return LNX_FAST_DECLINED;
+	struct lnx_gate *g = __atomic_load_n(&f->rx_gate, __ATOMIC_ACQUIRE);
+	if (!g || (count && iov[0].iov_len && !iov[0].iov_base))
+		return LNX_FAST_DECLINED;
+	ssize_t ret = LNX_FAST_DECLINED;
+	lnx_spin_lock(&f->rxq_lock);
+	uint64_t t = f->rxq_tail;
+	/* rx_on again under the lock: Go clears it, then takes the lock to
+	 * wait out posters, before it stops taking the queue. */
+	if (__atomic_load_n(&f->rx_on, __ATOMIC_ACQUIRE) &&
+	    t - __atomic_load_n(&f->rxq_head, __ATOMIC_ACQUIRE) < LNX_RXQ) {
+		struct lnx_rxq_entry *q = &f->rxq[t % LNX_RXQ];
+		q->buf = count ? iov[0].iov_base : NULL;
+		q->len = count ? iov[0].iov_len : 0;
+		q->desc = count && desc ? (uintptr_t)desc[0] : 0;
+		q->ctx = ctx;
+		q->src = src;
+		q->tag = tag;
+		q->ignore = ignore;
+		q->kind = ((kind & LNX_OP_TAGGED) ? LNX_RXQ_TAGGED : 0) | (count ? LNX_RXQ_IOV : 0);
+		__atomic_store_n(&f->rxq_tail, t + 1, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&g->posts, 1, __ATOMIC_RELEASE);
+		ret = 0;
+	}
+	lnx_spin_unlock(&f->rxq_lock);
+	return ret;
+}
+
 static ssize_t do_recv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
 		       fi_addr_t src, uint64_t tag, uint64_t ignore, uint64_t flags, void *ctx, int kind)
 {
-	return lnx_go_recv(EP_H(ep), (struct iovec *)iov, desc, count, src, tag, ignore, flags, ctx, kind);
+	struct lnx_ep *e = (struct lnx_ep *)(void *)ep;
+	ssize_t ret = lnx_fast_recv(e->fast, iov, desc, count, src, tag, ignore, ctx, kind);
+	if (ret != LNX_FAST_DECLINED)
+		return ret;
+	return lnx_go_recv(e->h, (struct iovec *)iov, desc, count, src, tag, ignore, flags, ctx, kind);
 }
 
 #define ONE_IOV(buf, len) struct iovec one = { .iov_base = (void *)(buf), .iov_len = (len) }
@@ -687,7 +733,7 @@ struct fid_av *lnx_new_av(lnx_handle h, void *context)
  */
 static int lnx_cq_idle(struct lnx_gate *g)
 {
-	if (__atomic_load_n(&g->pending, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&g->pending, __ATOMIC_ACQUIRE) || __atomic_load_n(&g->posts, __ATOMIC_ACQUIRE))
 		return 0;
 	if (g->idle >= __atomic_load_n(&g->skip_max, __ATOMIC_RELAXED))
 		return 0; /* time for Go's slower duties */

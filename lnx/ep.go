@@ -78,7 +78,8 @@ type Endpoint struct {
 	ipcTick  int
 	ipcMaps  ipcCache // peers' allocations mapped here
 
-	fast *fastMem // C's fast send path (fast.go); nil in Go tests
+	fast *fastMem // C's fast send and receive paths (fast.go); nil in Go tests
+	mrOf func(uintptr) *MR
 
 	srcCache struct{ id, gen, addr uint64 } // shmSource's last answer
 }
@@ -232,6 +233,7 @@ func (e *Endpoint) OpsFlags(v *uint64, set bool) error {
 		return fi.Wrap(fi.EINVAL, "FI_GETOPSFLAG/FI_SETOPSFLAG need exactly one of FI_TRANSMIT, FI_RECV")
 	}
 	if set {
+		e.takeQueued() // queued receives take the flags they were posted under
 		*p = *v &^ (fi.SEND | fi.RECV)
 		e.refreshFast()
 	} else {
@@ -260,7 +262,9 @@ func (e *Endpoint) Close() error {
 		e.dumpStats(os.Stderr)
 	}
 	// Stop C's fast sends and leave the CQs first: both may be reading
-	// shm memory that closing the cores unmaps.
+	// shm memory that closing the cores unmaps. Receives C queued become
+	// posted receives like any other.
+	e.stopQueue()
 	e.closeFast()
 	if e.txCQ != nil {
 		e.txCQ.detach(e)

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/lnx/logging"
 )
 
 // The fast send path: a call into Go costs about as much as a whole shm
@@ -16,6 +17,11 @@ import (
 // wrapping ring, device memory, counters, FI_LNX_DUMP_STATS, the …msg
 // calls) goes through Endpoint.Send as before.
 //
+// Receives take the same shortcut the other way: C queues fi_recv and
+// fi_trecv into one host buffer (rxq) and returns, and Go posts them, in
+// order, the next time it runs for the endpoint (takeQueued), which in a
+// ping-pong is an fi_cq_read made while the reply is still on its way.
+//
 // fastMem mirrors struct lnx_fast (capi/include/lnx_capi.h; capi's tests
 // compare the layouts). Its memory is C's; pointers are stored as uintptr
 // (see gateMem).
@@ -25,8 +31,35 @@ type fastMem struct {
 	txFlags    uint64
 	injectSize uint64
 	cring      uintptr // C's: the transmit CQ's completion ring
+	rxOn       uint32  // C may queue receives
+	rxLock     uint32  // C's posters' lock
+	rxGate     uintptr // C's: the receive CQ's gate
+	rxHead     uint64  // entries Go took
+	rxTail     uint64  // entries C queued
+	rxq        [FastRecvs]queuedRecv
 	peer       [FastPeers]uintptr
 }
+
+// queuedRecv mirrors struct lnx_rxq_entry: a receive C queued. Go only
+// reads it; its pointers are the application's.
+type queuedRecv struct {
+	buf    unsafe.Pointer
+	len    uint64
+	desc   uintptr // an lnx MR handle or 0, resolved by the endpoint's mrOf
+	ctx    unsafe.Pointer
+	src    uint64
+	tag    uint64
+	ignore uint64
+	kind   uint32
+	_      uint32
+}
+
+// FastRecvs is LNX_RXQ; QueuedTagged and QueuedIov are its kind bits.
+const (
+	FastRecvs    = 64
+	QueuedTagged = 0x1
+	QueuedIov    = 0x2
+)
 
 // FastPeers is LNX_FAST_PEERS: fi_addrs below it can be sent to from C.
 const FastPeers = 4096
@@ -35,6 +68,9 @@ const FastPeers = 4096
 const (
 	FastSize       = unsafe.Sizeof(fastMem{})
 	FastPeerOffset = unsafe.Offsetof(fastMem{}.peer)
+	FastRxqOffset  = unsafe.Offsetof(fastMem{}.rxq)
+	FastRxqSize    = unsafe.Sizeof(queuedRecv{})
+	GatePostsOff   = unsafe.Offsetof(gateMem{}.posts)
 )
 
 // HdrTagged and HdrData are lnx's message header flags, which the C fast
@@ -44,14 +80,20 @@ const (
 	HdrData   = hdrData
 )
 
-// EnvFastSend turns the C fast send path off when "0".
-const EnvFastSend = "FI_LNX_FAST_SEND"
+// EnvFastSend turns the C fast send path off when "0"; EnvFastRecv the
+// queueing of receives in C.
+const (
+	EnvFastSend = "FI_LNX_FAST_SEND"
+	EnvFastRecv = "FI_LNX_FAST_RECV"
+)
 
-// SetFast gives the endpoint the C memory of its fast send path (struct
-// lnx_fast, zeroed: off until refreshFast turns it on).
-func (e *Endpoint) SetFast(p unsafe.Pointer) {
+// SetFast gives the endpoint the C memory of its fast paths (struct
+// lnx_fast, zeroed: off until refreshFast turns it on) and the function
+// that turns a descriptor C queued into the MR it designates.
+func (e *Endpoint) SetFast(p unsafe.Pointer, mrOf func(uintptr) *MR) {
 	e.mu.Lock()
 	e.fast = (*fastMem)(p)
+	e.mrOf = mrOf
 	e.mu.Unlock()
 }
 
@@ -77,6 +119,66 @@ func (e *Endpoint) refreshFast() {
 		v = 1
 	}
 	atomic.StoreUint32(&f.on, v)
+	// Queued receives are matched later, by whichever call takes them:
+	// only host memory (no device runtime to consult on another thread)
+	// and a receive CQ whose gate counts them.
+	rx := uint32(0)
+	if e.enabled && e.rxCQ != nil && e.rxCQ.gate.m != nil && !e.hmemOn && e.rxFlags&(fi.PEEK|fi.CLAIM) == 0 &&
+		!envOff(EnvFastRecv) {
+		rx = 1
+	}
+	if f.rxOn != rx {
+		atomic.StoreUint32(&f.rxOn, rx)
+	}
+}
+
+// takeQueued posts the receives C queued, in order (e.mu held). Every
+// path that matches or inspects the receive queues calls it first, so a
+// queued receive is never overtaken by a later post or by a poll.
+func (e *Endpoint) takeQueued() {
+	f := e.fast
+	if f == nil {
+		return
+	}
+	tail := atomic.LoadUint64(&f.rxTail)
+	head := f.rxHead
+	if head == tail {
+		return
+	}
+	for i := head; i != tail; i++ {
+		q := &f.rxq[i%FastRecvs]
+		op := Op{Tagged: q.kind&QueuedTagged != 0, Addr: q.src, Tag: q.tag, Ignore: q.ignore, Ctx: q.ctx}
+		if q.kind&QueuedIov != 0 {
+			op.N = 1
+			op.IovBuf[0] = Buf{Ptr: q.buf, Len: q.len}
+			if q.desc != 0 && e.mrOf != nil {
+				op.MRs[0] = e.mrOf(q.desc)
+			}
+		}
+		if err := e.recvLocked(&op); err != nil {
+			// C queues only what posting accepts; say so if that broke.
+			logging.Warnf(logging.EPData, "queued receive dropped: %v", err)
+		}
+	}
+	atomic.StoreUint64(&f.rxHead, tail)
+	if e.rxCQ != nil && e.rxCQ.gate.m != nil {
+		atomic.AddInt32(&e.rxCQ.gate.m.posts, -int32(tail-head))
+	}
+}
+
+// stopQueue stops C queueing receives and waits out a poster in progress
+// (e.mu held); what it queued is then taken.
+func (e *Endpoint) stopQueue() {
+	f := e.fast
+	if f == nil {
+		return
+	}
+	atomic.StoreUint32(&f.rxOn, 0)
+	for !atomic.CompareAndSwapUint32(&f.rxLock, 0, 1) {
+		// A poster holds it for a few stores.
+	}
+	atomic.StoreUint32(&f.rxLock, 0)
+	e.takeQueued()
 }
 
 // publishFast lets C send to addr over shm once Go has a route (e.mu held).

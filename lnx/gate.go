@@ -29,7 +29,7 @@ type gateMem struct {
 	readers uint32 // C readers scanning the watches
 	idle    uint32 // C's idle answers since Go last ran
 	seq     uint32 // odd while Go rewrites the watches
-	_       uint32
+	posts   int32  // receives C queued that Go has not taken (fastMem)
 	w       [GateWatches]gateWatch
 }
 

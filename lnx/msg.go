@@ -308,6 +308,14 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 // Recv posts a receive (or, with FI_PEEK/FI_CLAIM, inspects unexpected
 // messages).
 func (e *Endpoint) Recv(op *Op) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.takeQueued()
+	return e.recvLocked(op)
+}
+
+// recvLocked is Recv with e.mu held.
+func (e *Endpoint) recvLocked(op *Op) error {
 	flags := op.Flags
 	if !op.Explicit {
 		flags = e.rxFlags
@@ -320,8 +328,6 @@ func (e *Endpoint) Recv(op *Op) error {
 	if !op.Tagged {
 		ignore = ^uint64(0)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	if !e.enabled {
 		return fi.Wrap(fi.EOPBADSTATE, "endpoint not enabled")
 	}
@@ -535,6 +541,7 @@ func (e *Endpoint) complete(r *recvCtx, src, size, n uint64, hdr msgHdr, kind ui
 func (e *Endpoint) Cancel(ctx unsafe.Pointer) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.takeQueued()
 	for _, tagged := range []bool{true, false} {
 		r := e.queue(tagged).Cancel(func(r *peers.Recv) bool { return r.Ctx.(*recvCtx).ctx == ctx })
 		if r == nil {
@@ -607,6 +614,7 @@ func (e *Endpoint) progressLocked() {
 	if !e.enabled {
 		return
 	}
+	e.takeQueued()
 	if e.shm != nil {
 		e.shm.Poll(e.arriveFn, e.sendDone)
 		if len(e.acks) > 0 {

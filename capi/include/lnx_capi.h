@@ -47,7 +47,8 @@ struct lnx_gate {
 	uint32_t readers;  /* C: readers scanning the watches */
 	uint32_t idle;     /* C: idle answers since Go last ran */
 	uint32_t seq;      /* Go: odd while the watches are rewritten */
-	uint32_t pad;
+	int32_t posts;     /* C adds, Go subtracts: receives queued in C that
+			      Go has not taken yet (struct lnx_fast) */
 	struct lnx_gate_watch w[LNX_GATE_WATCHES];
 };
 
@@ -96,12 +97,37 @@ struct lnx_rec { uint64_t stamp, kf, tag, data, size, cookie; };
  * peers by fi_addr; C falls back to Go for anything else.
  */
 #define LNX_FAST_PEERS 4096
+/*
+ * Receives are queued the same way: fi_trecv/fi_recv into one buffer
+ * append to rxq and return, and Go posts the queued receives, in order,
+ * under the endpoint's lock before anything else touches its matching
+ * queues (a poll, another post, a cancel). The receive CQ's gate counts
+ * them (posts) so that C's idle answer never hides a queued receive whose
+ * message has already arrived.
+ */
+#define LNX_RXQ 64
+#define LNX_RXQ_TAGGED 0x1 /* kind: tagged queue */
+#define LNX_RXQ_IOV    0x2 /* kind: one buffer given (else none, count 0) */
+struct lnx_rxq_entry {
+	void *buf;
+	uint64_t len;
+	uintptr_t desc; /* the caller's descriptor: an lnx MR handle, or 0 */
+	void *ctx;
+	uint64_t src, tag, ignore;
+	uint32_t kind, pad;
+};
 struct lnx_fast {
 	uint32_t on;          /* Go: C may send */
 	uint32_t tx_sel;      /* Go: FI_SELECTIVE_COMPLETION on the transmit CQ */
 	uint64_t tx_flags;    /* Go: default transmit op flags */
 	uint64_t inject_size; /* Go */
 	struct lnx_cring *cring; /* C: the transmit CQ's completion ring */
+	uint32_t rx_on;       /* Go: C may queue receives */
+	uint32_t rxq_lock;    /* C posters; Go takes it only to stop them */
+	struct lnx_gate *rx_gate; /* C: the receive CQ's gate */
+	uint64_t rxq_head;    /* Go: entries taken */
+	uint64_t rxq_tail;    /* C: entries queued */
+	struct lnx_rxq_entry rxq[LNX_RXQ];
 	uintptr_t peer[LNX_FAST_PEERS]; /* Go: fi_addr -> struct lnx_txslot * (0: ask Go) */
 };
 struct lnx_cntr   { struct fid_cntr cntr; lnx_handle h; };

@@ -29,6 +29,13 @@
  *              tags posted at once; untagged: 30 rounds)
  *  counters    send/recv counters count completions (60 each side); a
  *              truncated receive counts as an error on the recv counter
+ *  post_mixed  200 receives of one tag posted through every entry point
+ *              in turn (fi_trecv and fi_recv, which lnx queues in C, and
+ *              fi_trecvmsg, fi_trecvv with two buffers, which it does not),
+ *              more than lnx's queue holds: messages match in posting order
+ *  post_late   a receive posted after its message arrived and went to the
+ *              unexpected queue completes on the first fi_cq_read or the
+ *              second, not after a run of empty polls
  */
 #define MSG_NO_SHARED_CASES
 #include "msg_basic.h"
@@ -578,6 +585,144 @@ static void counters_b(struct peer *p, void *arg)
 	free(b);
 }
 
+/* ---- receives posted through every entry point ------------------------------ */
+
+#define PM_N 200
+#define PM_SLOT 32
+
+static void post_mixed_a(struct peer *p, void *arg)
+{
+	uint8_t *b = xmalloc(PM_N * PM_SLOT);
+	struct fi_context2 *c = calloc(PM_N, sizeof(*c));
+	void **cp = calloc(PM_N, sizeof(*cp));
+	ASSERT(c && cp);
+	for (size_t i = 0; i < PM_N; i++) {
+		fill_pattern(b + i * PM_SLOT, PM_SLOT, 7000 + i);
+		cp[i] = &c[i];
+	}
+	barrier(p); /* B posted everything */
+	for (int tagged = 1; tagged >= 0; tagged--) {
+		g_tagged = tagged;
+		for (size_t i = 0; i < PM_N; i++)
+			POST(p->l.cq, x_send(p, 1, b + i * PM_SLOT, 1 + i % PM_SLOT, 0xA00, &c[i]));
+		wait_all(p, PM_N, cp, NULL, NULL, "sends");
+	}
+	barrier(p);
+	free(cp);
+	free(c);
+	free(b);
+}
+
+static void post_mixed_b(struct peer *p, void *arg)
+{
+	uint8_t *b[2];
+	struct fi_context2 *c[2];
+	void **cp = calloc(PM_N, sizeof(*cp));
+	struct fi_cq_tagged_entry *e = calloc(PM_N, sizeof(*e));
+	fi_addr_t *s = calloc(PM_N, sizeof(*s));
+	ASSERT(cp && e && s);
+	for (int tagged = 1; tagged >= 0; tagged--) {
+		g_tagged = tagged;
+		b[tagged] = rbuf(PM_N * PM_SLOT);
+		c[tagged] = calloc(PM_N, sizeof(struct fi_context2));
+		ASSERT(c[tagged]);
+		for (size_t i = 0; i < PM_N; i++) {
+			uint8_t *m = b[tagged] + i * PM_SLOT;
+			struct fi_context2 *ctx = &c[tagged][i];
+			struct iovec one = { m, PM_SLOT };
+			struct iovec iov[2] = { { m, 5 }, { m + 5, PM_SLOT - 5 } };
+			switch (i % 4) {
+			case 0:
+			case 1:
+				POST(p->l.cq, x_recv(p, m, PM_SLOT, FI_ADDR_UNSPEC, 0xA00, 0, ctx));
+				break;
+			case 2:
+				POST(p->l.cq, x_recvmsg(p, &one, 1, FI_ADDR_UNSPEC, 0xA00, 0, 0, ctx));
+				break;
+			default:
+				POST(p->l.cq, x_recvv(p, iov, 2, FI_ADDR_UNSPEC, 0xA00, 0, ctx));
+			}
+		}
+	}
+	barrier(p);
+	for (int tagged = 1; tagged >= 0; tagged--) {
+		g_tagged = tagged;
+		for (size_t i = 0; i < PM_N; i++)
+			cp[i] = &c[tagged][i];
+		wait_all(p, PM_N, cp, e, s, tagged ? "tagged receives" : "untagged receives");
+		for (size_t i = 0; i < PM_N; i++) {
+			struct want_recv w = { &c[tagged][i], 1 + i % PM_SLOT, 0xA00, 0, 0, peer_addr(p) };
+			check_recv_entry(&e[i], s[i], &w, "receive in posting order");
+			uint8_t want[PM_SLOT];
+			fill_pattern(want, PM_SLOT, 7000 + i);
+			EXPECT(memcmp(b[tagged] + i * PM_SLOT, want, w.len) == 0,
+			       "receive %zu (entry point %zu): wrong message", i, i % 4);
+		}
+		free(b[tagged]);
+		free(c[tagged]);
+	}
+	barrier(p);
+	free(s);
+	free(e);
+	free(cp);
+}
+
+/* ---- a receive posted after its message is already unexpected --------------- */
+
+static void post_late_a(struct peer *p, void *arg)
+{
+	uint8_t *b = sbuf(100, 7100);
+	struct fi_context2 c;
+	g_tagged = 1;
+	for (int round = 0; round < 20; round++) {
+		POST(p->l.cq, fi_tsend(p->l.ep, b, 100, NULL, peer_addr(p), 0xB00 + round, &c));
+		wait_send(p, &c, "send");
+		barrier(p); /* B has the message queued as unexpected */
+		barrier(p); /* B received it */
+	}
+	free(b);
+}
+
+static void post_late_b(struct peer *p, void *arg)
+{
+	uint8_t *b = rbuf(100);
+	struct fi_context2 c;
+	g_tagged = 1;
+	int late = 0;
+	for (int round = 0; round < 20; round++) {
+		barrier(p);
+		/* The message is unexpected once FI_PEEK sees it; then let C's
+		 * idle answers settle. */
+		struct fi_context2 pc;
+		struct fi_cq_tagged_entry pe;
+		fi_addr_t ps;
+		peek_until(p, 0xB00 + round, 0, NULL, &pc, &pe, &ps);
+		progress_for(p->l.cq, 5);
+		ASSERT(fi_trecv(p->l.ep, b, 100, NULL, FI_ADDR_UNSPEC, 0xB00 + round, 0, &c) == 0);
+		struct fi_cq_tagged_entry e;
+		fi_addr_t src = FI_ADDR_NOTAVAIL;
+		ssize_t r = -FI_EAGAIN;
+		int reads = 0;
+		while (r == -FI_EAGAIN && reads < 2) {
+			r = fi_cq_readfrom(p->l.cq, &e, 1, &src);
+			reads++;
+		}
+		if (r == -FI_EAGAIN) {
+			late++;
+			ASSERT(wait_cq(p->l.cq, &e, &src, NULL, WAIT_MS) == 0);
+		} else {
+			EXPECT(r == 1, "fi_cq_readfrom -> %zd (%s)", r, fi_strerror((int)-r));
+		}
+		struct want_recv w = { &c, 100, 0xB00 + round, 0, 0, peer_addr(p) };
+		check_recv_entry(&e, src, &w, "late-posted receive");
+		rbuf_check(b, 100, 100, 7100, "late-posted receive");
+		barrier(p);
+	}
+	EXPECT(late == 0, "%d of 20 receives posted after their message needed more than two "
+	       "fi_cq_read calls", late);
+	free(b);
+}
+
 static const struct subtest cases[] = {
 	CASE("trunc_tagged", trunc_tagged_a, trunc_tagged_b),
 	CASE("trunc_untagged", trunc_untagged_a, trunc_untagged_b),
@@ -587,6 +732,8 @@ static const struct subtest cases[] = {
 	CASE("cancel", cancel_a, cancel_b),
 	{ .name = "any_vs_directed", .a = avd_receiver, .b = avd_sender, .nranks = 3 },
 	{ .name = "counters", .a = counters_a, .b = counters_b, .counters = 1 },
+	CASE("post_mixed", post_mixed_a, post_mixed_b),
+	CASE("post_late", post_late_a, post_late_b),
 };
 
 int main(int argc, char **argv)
