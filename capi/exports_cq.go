@@ -55,8 +55,19 @@ func lnx_go_cq_read(ch C.lnx_handle, buf unsafe.Pointer, count C.size_t, src *C.
 	if buf == nil {
 		return C.ssize_t(code("fi_cq_read", fi.Wrap(fi.EINVAL, "NULL CQ buffer")))
 	}
+	// A ping-pong reads one entry at a time: do not zero a whole batch
+	// for it.
+	if count == 1 {
+		var one [1]lnx.Completion
+		return cqDeliver(q, one[:], buf, src, timeout)
+	}
 	var tmp [cqBatch]lnx.Completion
-	n, errno := q.Read(tmp[:min(int(count), cqBatch)], int(timeout))
+	return cqDeliver(q, tmp[:min(int(count), cqBatch)], buf, src, timeout)
+}
+
+// cqDeliver reads into tmp and writes what it got to the caller's arrays.
+func cqDeliver(q *lnx.CQ, tmp []lnx.Completion, buf unsafe.Pointer, src *C.fi_addr_t, timeout C.int) C.ssize_t {
+	n, errno := q.Read(tmp, int(timeout))
 	if errno != 0 {
 		return C.ssize_t(-int(errno))
 	}

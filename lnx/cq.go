@@ -45,6 +45,11 @@ type CQ struct {
 	eps     atomic.Pointer[[]*Endpoint] // copied on change: read without mu
 	signal  chan struct{}
 	gate    gate
+
+	// scratch is the watch set of the Read that holds scratchMu: a poll
+	// then does not zero a fresh one (most of a kilobyte) every time.
+	scratchMu sync.Mutex
+	scratch   watchSet
 }
 
 type progresser interface{ progress() }
@@ -145,12 +150,18 @@ func (q *CQ) Read(out []Completion, timeout int) (int, fi.Errno) {
 	if timeout > 0 {
 		deadline = time.Now().Add(time.Duration(timeout-1) * time.Millisecond)
 	}
-	var w watchSet
+	var w *watchSet
+	if q.scratchMu.TryLock() {
+		defer q.scratchMu.Unlock()
+		w = &q.scratch
+	} else {
+		w = new(watchSet) // another thread is reading this CQ
+	}
 	for spins := 0; ; spins++ {
 		w.n, w.busy, w.net = 0, false, false
-		q.collect(&w)
+		q.collect(w)
 		q.mu.Lock()
-		q.gate.publish(&w)
+		q.gate.publish(w)
 		if len(q.errs) > 0 {
 			q.mu.Unlock()
 			return 0, fi.EAVAIL

@@ -80,6 +80,8 @@ type Endpoint struct {
 
 	fast *fastMem // C's fast send and receive paths (fast.go); nil in Go tests
 	mrOf func(uintptr) *MR
+	// queuedOp carries each receive C queued into recvLocked (e.mu held).
+	queuedOp Op
 
 	srcCache struct{ id, gen, addr uint64 } // shmSource's last answer
 }

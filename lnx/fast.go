@@ -145,9 +145,13 @@ func (e *Endpoint) takeQueued() {
 	if head == tail {
 		return
 	}
+	// One Op, rewritten per entry: only its first buffer and the fields
+	// below are ever set, so nothing else needs clearing.
+	op := &e.queuedOp
 	for i := head; i != tail; i++ {
 		q := &f.rxq[i%FastRecvs]
-		op := Op{Tagged: q.kind&QueuedTagged != 0, Addr: q.src, Tag: q.tag, Ignore: q.ignore, Ctx: q.ctx}
+		op.Tagged, op.Addr, op.Tag, op.Ignore, op.Ctx = q.kind&QueuedTagged != 0, q.src, q.tag, q.ignore, q.ctx
+		op.N, op.IovBuf[0], op.MRs[0] = 0, Buf{}, nil
 		if q.kind&QueuedIov != 0 {
 			op.N = 1
 			op.IovBuf[0] = Buf{Ptr: q.buf, Len: q.len}
@@ -155,7 +159,7 @@ func (e *Endpoint) takeQueued() {
 				op.MRs[0] = e.mrOf(q.desc)
 			}
 		}
-		if err := e.recvLocked(&op); err != nil {
+		if err := e.recvLocked(op); err != nil {
 			// C queues only what posting accepts; say so if that broke.
 			logging.Warnf(logging.EPData, "queued receive dropped: %v", err)
 		}
