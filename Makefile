@@ -76,12 +76,12 @@ pingpong: lib $(BENCH)
 	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH) -r 3 -s 1,64,4096,65536 shm=shm lnx=lnx
 
 # Full benchmark: every size, lnx (links shm) beside shm alone and lnx
-# without its C fast send path (lnx_go); then the
+# without its C fast paths (lnx_go: every send and receive enters Go); then the
 # inter-node rows: lnx with links shm+tcp;ofi_rxm and the two processes on
 # different simulated nodes (so tcp carries it) beside tcp;ofi_rxm alone.
 bench: lib $(BENCH) $(EMU)
 	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH) -r 5 shm=shm lnx=lnx@shm \
-		lnx_go=lnx@shm^FI_LNX_FAST_SEND=0
+		lnx_go=lnx@shm^FI_LNX_FAST_SEND=0^FI_LNX_FAST_RECV=0
 	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH) -r 3 -s 1,64,4096,65536,1048576 \
 		'tcp=tcp;ofi_rxm' 'lnx=lnx@shm+tcp;ofi_rxm:lo#bench'
 	@echo '# registration: Open MPI 5.0.6 registers and closes an MR per message (regmsg);'

@@ -93,6 +93,8 @@ static void lnx_define_params(void)
 		"Large network sends of one buffer are read by the receiver (RMA) where the core can (default: on).");
 	fi_param_define(&lnx_prov, "fast_send", FI_PARAM_BOOL,
 		"Write small sends to peers on this node from C, without calling into Go (default: on).");
+	fi_param_define(&lnx_prov, "fast_recv", FI_PARAM_BOOL,
+		"Queue receives into one host buffer in C; Go posts them in order when it next runs (default: on).");
 }
 
 /* libfabric's fi_fini may dlclose us; the Go runtime cannot be unloaded,

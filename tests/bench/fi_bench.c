@@ -11,8 +11,9 @@
  * host memory: every send and receive registers its buffer and closes the
  * MR at completion), "dev" (the buffer is device memory of the CUDA library
  * $FI_LNX_CUDA_LIB, e.g. the emulated device, registered once with
- * FI_HMEM_CUDA), "devregmsg" (both). "^VAR=value" sets one environment
- * variable for the case's processes.
+ * FI_HMEM_CUDA), "devregmsg" (both). "^VAR=value" sets an environment
+ * variable for the case's processes; several may follow each other
+ * ("^A=1^B=2").
  *
  * For each round, each case runs in a fresh pair of processes (forked from
  * this launcher, which never initialises libfabric itself), so every case
@@ -261,8 +262,11 @@ static void run_rank(int rank, const struct bcase *bc, int rfd, int wfd, int res
 			maxsize = sizes[i];
 	if (bc->links[0])
 		setenv("FI_LNX_PROV_LINKS", bc->links, 1);
-	if (bc->env[0])
-		putenv(strdup(bc->env));
+	if (bc->env[0]) {
+		char *env = strdup(bc->env), *save = NULL;
+		for (char *t = strtok_r(env, "^", &save); t; t = strtok_r(NULL, "^", &save))
+			putenv(strdup(t));
+	}
 	if (bc->node[0]) {
 		char id[96];
 		snprintf(id, sizeof(id), "%s-%d", bc->node, rank);
