@@ -11,6 +11,11 @@ enum {
 	lnx_fast_peer_off = offsetof(struct lnx_fast, peer),
 	lnx_fast_rxq_off = offsetof(struct lnx_fast, rxq),
 	lnx_gate_posts_off = offsetof(struct lnx_gate, posts),
+	lnx_gate_arm_off = offsetof(struct lnx_gate, arm),
+	lnx_fast_arm_off = offsetof(struct lnx_fast, arm),
+	lnx_arm_r_off = offsetof(struct lnx_arm, r),
+	lnx_arm_cring_off = offsetof(struct lnx_arm, cring),
+	lnx_arm_ring_head_off = offsetof(struct lnx_arm_ring, head),
 	lnx_txslot_fwd_off = offsetof(struct lnx_txslot, fwd_head),
 	lnx_txslot_tail_off = offsetof(struct lnx_txslot, tail),
 	lnx_rec_stamp_off = offsetof(struct lnx_rec, stamp),
@@ -31,6 +36,9 @@ type cLayout struct {
 	fastSize, fastPeer, fastRxq, rxqSize, gatePosts  uintptr
 	fastPeers, fastRecvs                             int
 	rxqTagged, rxqIov                                uint32
+	gateArm, fastArm, armSize, armRingSize, armR     uintptr
+	armCring, armRingHead                            uintptr
+	armRings                                         int
 	slotSize, slotFwd, slotTail                      uintptr
 	recHdr, recLine, recEager                        uintptr
 	recStamp, recKF, recTag, recData, recSize        uintptr
@@ -44,6 +52,9 @@ func layoutC() cLayout {
 		fastSize: C.sizeof_struct_lnx_fast, fastPeer: C.lnx_fast_peer_off, fastPeers: C.LNX_FAST_PEERS,
 		fastRxq: C.lnx_fast_rxq_off, rxqSize: C.sizeof_struct_lnx_rxq_entry, gatePosts: C.lnx_gate_posts_off,
 		fastRecvs: C.LNX_RXQ, rxqTagged: C.LNX_RXQ_TAGGED, rxqIov: C.LNX_RXQ_IOV,
+		gateArm: C.lnx_gate_arm_off, fastArm: C.lnx_fast_arm_off, armSize: C.sizeof_struct_lnx_arm,
+		armRingSize: C.sizeof_struct_lnx_arm_ring, armR: C.lnx_arm_r_off, armCring: C.lnx_arm_cring_off,
+		armRingHead: C.lnx_arm_ring_head_off, armRings: C.LNX_ARM_RINGS,
 		slotSize: C.sizeof_struct_lnx_txslot, slotFwd: C.lnx_txslot_fwd_off, slotTail: C.lnx_txslot_tail_off,
 		recHdr: C.LNX_REC_HDR, recLine: C.LNX_REC_LINE, recEager: C.LNX_REC_EAGER,
 		recStamp: C.lnx_rec_stamp_off, recKF: C.lnx_rec_kf_off, recTag: C.lnx_rec_tag_off,

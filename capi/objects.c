@@ -339,8 +339,10 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	int ret = lnx_go_ep_bind(e->h, bh, kind, flags);
 	if (ret == 0 && kind == LNX_KIND_CQ && (flags & FI_TRANSMIT))
 		__atomic_store_n(&e->fast->cring, ((struct lnx_cq *)(void *)bfid)->cring, __ATOMIC_RELEASE);
-	if (ret == 0 && kind == LNX_KIND_CQ && (flags & FI_RECV))
+	if (ret == 0 && kind == LNX_KIND_CQ && (flags & FI_RECV)) {
 		__atomic_store_n(&e->fast->rx_gate, &((struct lnx_cq *)(void *)bfid)->gate, __ATOMIC_RELEASE);
+		__atomic_store_n(&e->fast->arm.cring, ((struct lnx_cq *)(void *)bfid)->cring, __ATOMIC_RELEASE);
+	}
 	return ret;
 }
 
@@ -477,7 +479,10 @@ out:
 		if (ret == 0) {
 			uint64_t i = cr->tail % LNX_CRING;
 			cr->e[i].ctx = ctx;
+			cr->e[i].buf = NULL;
 			cr->e[i].flags = FI_SEND | ((kind & LNX_OP_TAGGED) ? FI_TAGGED : FI_MSG);
+			cr->e[i].len = cr->e[i].data = cr->e[i].tag = 0;
+			cr->e[i].src = FI_ADDR_NOTAVAIL;
 			__atomic_store_n(&cr->tail, cr->tail + 1, __ATOMIC_RELEASE);
 		}
 		lnx_spin_unlock(&cr->lock);
@@ -758,8 +763,8 @@ static int lnx_cq_idle(struct lnx_gate *g)
 	return idle;
 }
 
-/* lnx_cring_read returns send completions the fast send path queued, in
- * the CQ's format (send completions carry no length, data or tag). */
+/* lnx_cring_read returns the completions C queued (fast sends, armed
+ * receives), in the CQ's format. */
 static ssize_t lnx_cring_read(struct lnx_cring *r, void *buf, size_t count, fi_addr_t *src)
 {
 	if (__atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&r->head, __ATOMIC_RELAXED) || !buf)
@@ -767,26 +772,105 @@ static ssize_t lnx_cring_read(struct lnx_cring *r, void *buf, size_t count, fi_a
 	lnx_spin_lock(&r->lock);
 	size_t n = 0;
 	for (; n < count && r->head != r->tail; n++, r->head++) {
-		void *ctx = r->e[r->head % LNX_CRING].ctx;
-		uint64_t flags = r->e[r->head % LNX_CRING].flags;
+		const typeof(r->e[0]) *x = &r->e[r->head % LNX_CRING];
 		switch (r->format) {
 		case FI_CQ_FORMAT_CONTEXT:
-			((struct fi_cq_entry *)buf)[n] = (struct fi_cq_entry){ .op_context = ctx };
+			((struct fi_cq_entry *)buf)[n] = (struct fi_cq_entry){ .op_context = x->ctx };
 			break;
 		case FI_CQ_FORMAT_MSG:
-			((struct fi_cq_msg_entry *)buf)[n] = (struct fi_cq_msg_entry){ .op_context = ctx, .flags = flags };
+			((struct fi_cq_msg_entry *)buf)[n] =
+				(struct fi_cq_msg_entry){ .op_context = x->ctx, .flags = x->flags, .len = x->len };
 			break;
 		case FI_CQ_FORMAT_DATA:
-			((struct fi_cq_data_entry *)buf)[n] = (struct fi_cq_data_entry){ .op_context = ctx, .flags = flags };
+			((struct fi_cq_data_entry *)buf)[n] = (struct fi_cq_data_entry){
+				.op_context = x->ctx, .flags = x->flags, .len = x->len, .buf = x->buf, .data = x->data };
 			break;
 		default:
-			((struct fi_cq_tagged_entry *)buf)[n] = (struct fi_cq_tagged_entry){ .op_context = ctx, .flags = flags };
+			((struct fi_cq_tagged_entry *)buf)[n] = (struct fi_cq_tagged_entry){
+				.op_context = x->ctx, .flags = x->flags, .len = x->len, .buf = x->buf,
+				.data = x->data, .tag = x->tag };
 		}
 		if (src)
-			src[n] = FI_ADDR_NOTAVAIL;
+			src[n] = x->src;
 	}
 	lnx_spin_unlock(&r->lock);
 	return (ssize_t)n;
+}
+
+#define LNX_ARM_GO (-1) /* a record C cannot take: Go must run */
+
+/*
+ * lnx_arm_take checks the rings Go lent (struct lnx_arm) for a record.
+ * It returns 1 when it completed the armed receive with one, 0 when the
+ * rings hold nothing new, LNX_ARM_GO when a record needs Go (no receive
+ * armed, another kind, a mismatch, a truncation, a full completion ring)
+ * or Go is taking the rings back. The checks mirror lnx.Endpoint.arrive
+ * and complete for the one case they cover: an eager message whose only
+ * possible receive is the armed one.
+ */
+static int lnx_arm_take(struct lnx_gate *g)
+{
+	if (!__atomic_load_n(&g->arm, __ATOMIC_RELAXED))
+		return 0;
+	/* readers: an endpoint leaving clears arm and waits for us (quiesce)
+	 * before its memory goes. */
+	__atomic_fetch_add(&g->readers, 1, __ATOMIC_SEQ_CST);
+	struct lnx_arm *a = (struct lnx_arm *)__atomic_load_n(&g->arm, __ATOMIC_SEQ_CST);
+	int ret = 0;
+	if (!a || !__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE))
+		goto done;
+	if (__atomic_exchange_n(&a->lock, 1, __ATOMIC_ACQUIRE)) {
+		ret = LNX_ARM_GO;
+		goto done;
+	}
+	if (!__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE))
+		goto out;
+	for (uint32_t i = 0; i < a->nrings && ret == 0; i++) {
+		struct lnx_arm_ring *r = &a->r[i];
+		uint64_t off = r->head & r->mask;
+		const struct lnx_rec *rec = (const struct lnx_rec *)(r->ring + off);
+		if (__atomic_load_n(&rec->stamp, __ATOMIC_ACQUIRE) != ((r->head ^ r->salt) | 1))
+			continue;
+		ret = LNX_ARM_GO;
+		uint64_t kf = rec->kf, hflags = kf >> 32, size = rec->size;
+		if (!a->on || (kf & 0xff) != LNX_REC_EAGER || (hflags & ~(uint64_t)(LNX_HDR_TAGGED | LNX_HDR_DATA)))
+			break;
+		uint64_t need = (LNX_REC_HDR + size + LNX_REC_LINE - 1) & ~(uint64_t)(LNX_REC_LINE - 1);
+		if (size > r->eager_max || off + need > r->size || size > a->len)
+			break; /* Go reports corruption or truncation */
+		int tagged = (hflags & LNX_HDR_TAGGED) != 0;
+		if (tagged != (int)a->tagged || (tagged && ((rec->tag ^ a->tag) & ~a->ignore)))
+			break;
+		if (a->directed && a->src != FI_ADDR_UNSPEC && a->src != r->src)
+			break;
+		struct lnx_cring *cr = a->cring;
+		lnx_spin_lock(&cr->lock);
+		if (cr->tail - cr->head >= LNX_CRING) {
+			lnx_spin_unlock(&cr->lock);
+			break;
+		}
+		if (size)
+			memcpy(a->buf, (const char *)rec + LNX_REC_HDR, size);
+		uint64_t j = cr->tail % LNX_CRING;
+		cr->e[j].ctx = a->ctx;
+		cr->e[j].buf = a->buf;
+		cr->e[j].flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | ((hflags & LNX_HDR_DATA) ? FI_REMOTE_CQ_DATA : 0);
+		cr->e[j].len = size;
+		cr->e[j].data = (hflags & LNX_HDR_DATA) ? rec->data : 0;
+		cr->e[j].tag = rec->tag;
+		cr->e[j].src = r->src;
+		r->head += need;
+		__atomic_store_n((uint64_t *)r->fwd_head, r->head, __ATOMIC_RELEASE);
+		__atomic_store_n(&a->on, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&cr->tail, cr->tail + 1, __ATOMIC_RELEASE);
+		lnx_spin_unlock(&cr->lock);
+		ret = 1;
+	}
+out:
+	__atomic_store_n(&a->lock, 0, __ATOMIC_RELEASE);
+done:
+	__atomic_fetch_sub(&g->readers, 1, __ATOMIC_RELEASE);
+	return ret;
 }
 
 static ssize_t cq_read_common(struct fid_cq *cq, void *buf, size_t count, fi_addr_t *src, int timeout)
@@ -796,8 +880,13 @@ static ssize_t cq_read_common(struct fid_cq *cq, void *buf, size_t count, fi_add
 		ssize_t n = lnx_cring_read(c->cring, buf, count, src);
 		if (n)
 			return n;
-		if (!timeout && lnx_cq_idle(&c->gate))
-			return -FI_EAGAIN;
+		if (!timeout) {
+			int a = lnx_arm_take(&c->gate);
+			if (a > 0)
+				return lnx_cring_read(c->cring, buf, count, src);
+			if (a == 0 && lnx_cq_idle(&c->gate))
+				return -FI_EAGAIN;
+		}
 	}
 	return lnx_go_cq_read(c->h, buf, count, src, timeout);
 }
@@ -846,7 +935,7 @@ static struct fi_ops_cq cq_ops = {
 	.signal = cq_signal, .strerror = cq_strerror,
 };
 
-_Static_assert(sizeof(struct lnx_cring) <= 4096, "struct lnx_cring fills one page");
+_Static_assert(sizeof(struct lnx_cring) <= 16384, "struct lnx_cring fits four pages");
 
 struct lnx_cq *lnx_alloc_cq(void)
 {

@@ -95,6 +95,8 @@ static void lnx_define_params(void)
 		"Write small sends to peers on this node from C, without calling into Go (default: on).");
 	fi_param_define(&lnx_prov, "fast_recv", FI_PARAM_BOOL,
 		"Queue receives into one host buffer in C; Go posts them in order when it next runs (default: on).");
+	fi_param_define(&lnx_prov, "arm_recv", FI_PARAM_BOOL,
+		"With one receive posted and nothing unexpected, complete small shm messages in C (default: on).");
 }
 
 /* libfabric's fi_fini may dlclose us; the Go runtime cannot be unloaded,

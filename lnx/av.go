@@ -28,6 +28,7 @@ type AV struct {
 	byShm   map[uint64]uint64 // shm endpoint id -> fi_addr
 	byNet   map[uint64]uint64 // network transport id -> fi_addr
 	eps     int
+	users   []*Endpoint   // the bound endpoints (eps of them), told of removals
 	gen     atomic.Uint64 // bumped by every Insert and Remove
 }
 
@@ -87,12 +88,25 @@ func (av *AV) Insert(blob []byte, count int, out []uint64) int {
 
 // Remove invalidates fi_addrs.
 func (av *AV) Remove(addrs []uint64) error {
+	users, err := av.remove(addrs)
+	// An endpoint may have lent C a sender's fi_addr (arm.go): take it
+	// back, outside av.mu (endpoints take av.mu under their own lock).
+	for _, e := range users {
+		e.mu.Lock()
+		e.disarm()
+		e.mu.Unlock()
+	}
+	return err
+}
+
+func (av *AV) remove(addrs []uint64) ([]*Endpoint, error) {
 	av.mu.Lock()
 	defer av.mu.Unlock()
 	defer av.gen.Add(1)
+	users := append([]*Endpoint(nil), av.users...)
 	for _, a := range addrs {
 		if a >= uint64(len(av.entries)) || av.entries[a] == nil {
-			return fi.Wrap(fi.EINVAL, "fi_av_remove: %d is not in the AV", a)
+			return users, fi.Wrap(fi.EINVAL, "fi_av_remove: %d is not in the AV", a)
 		}
 	}
 	for _, a := range addrs {
@@ -104,7 +118,7 @@ func (av *AV) Remove(addrs []uint64) error {
 		}
 		av.entries[a] = nil
 	}
-	return nil
+	return users, nil
 }
 
 // Lookup returns the address stored at fi_addr.

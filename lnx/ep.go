@@ -82,6 +82,11 @@ type Endpoint struct {
 	mrOf func(uintptr) *MR
 	// queuedOp carries each receive C queued into recvLocked (e.mu held).
 	queuedOp Op
+	// Armed receives (arm.go): whether the endpoint may arm, the receive
+	// lent to C (nil: the rings are Go's), the last receive posted.
+	canArm   bool
+	armed    *recvCtx
+	lastPost *recvCtx
 
 	srcCache struct{ id, gen, addr uint64 } // shmSource's last answer
 }
@@ -148,6 +153,7 @@ func (e *Endpoint) closeCores() error {
 func (e *Endpoint) Bind(obj any, flags uint64) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.disarm()
 	if e.enabled {
 		return fi.Wrap(fi.EOPBADSTATE, "endpoint already enabled")
 	}
@@ -161,6 +167,7 @@ func (e *Endpoint) Bind(obj any, flags uint64) error {
 		}
 		o.mu.Lock()
 		o.eps++
+		o.users = append(o.users, e)
 		o.mu.Unlock()
 		e.av = o
 	case *CQ:
@@ -205,6 +212,7 @@ func (e *Endpoint) Bind(obj any, flags uint64) error {
 func (e *Endpoint) Enable() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.disarm()
 	if e.enabled {
 		return nil
 	}
@@ -225,6 +233,7 @@ func (e *Endpoint) Enable() error {
 func (e *Endpoint) OpsFlags(v *uint64, set bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.disarm()
 	dir := *v & (fi.SEND | fi.RECV)
 	p := &e.txFlags
 	switch dir {
@@ -260,6 +269,7 @@ func (e *Endpoint) Name() ([]byte, error) {
 func (e *Endpoint) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.disarm()
 	if envBool(EnvDumpStats) {
 		e.dumpStats(os.Stderr)
 	}
@@ -267,6 +277,7 @@ func (e *Endpoint) Close() error {
 	// shm memory that closing the cores unmaps. Receives C queued become
 	// posted receives like any other.
 	e.stopQueue()
+	e.unhookArm()
 	e.closeFast()
 	if e.txCQ != nil {
 		e.txCQ.detach(e)
@@ -287,6 +298,12 @@ func (e *Endpoint) Close() error {
 	if e.av != nil {
 		e.av.mu.Lock()
 		e.av.eps--
+		for i, u := range e.av.users {
+			if u == e {
+				e.av.users = append(e.av.users[:i], e.av.users[i+1:]...)
+				break
+			}
+		}
 		e.av.mu.Unlock()
 	}
 	seen := map[*Cntr]bool{}

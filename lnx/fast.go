@@ -37,6 +37,7 @@ type fastMem struct {
 	rxHead     uint64  // entries Go took
 	rxTail     uint64  // entries C queued
 	rxq        [FastRecvs]queuedRecv
+	arm        armMem
 	peer       [FastPeers]uintptr
 }
 
@@ -130,6 +131,7 @@ func (e *Endpoint) refreshFast() {
 	if f.rxOn != rx {
 		atomic.StoreUint32(&f.rxOn, rx)
 	}
+	e.canArm = e.armable()
 }
 
 // takeQueued posts the receives C queued, in order (e.mu held). Every

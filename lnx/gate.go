@@ -22,14 +22,15 @@ import (
 // typed pointer store into C memory would run the GC's write barrier over
 // whatever the word held before.
 type gateMem struct {
-	pending uint32 // completions or errors queued
-	open    uint32 // every read must enter Go
-	skipMax uint32 // idle answers C may give in a row
-	n       uint32 // watches in use
-	readers uint32 // C readers scanning the watches
-	idle    uint32 // C's idle answers since Go last ran
-	seq     uint32 // odd while Go rewrites the watches
-	posts   int32  // receives C queued that Go has not taken (fastMem)
+	pending uint32  // completions or errors queued
+	open    uint32  // every read must enter Go
+	skipMax uint32  // idle answers C may give in a row
+	n       uint32  // watches in use
+	readers uint32  // C readers scanning the watches
+	idle    uint32  // C's idle answers since Go last ran
+	seq     uint32  // odd while Go rewrites the watches
+	posts   int32   // receives C queued that Go has not taken (fastMem)
+	arm     uintptr // C's *armMem of the endpoint armed for this CQ (arm.go)
 	w       [GateWatches]gateWatch
 }
 

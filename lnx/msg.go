@@ -125,6 +125,7 @@ func (e *Endpoint) Send(op *Op) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.disarm()
 	if !e.enabled {
 		return fi.Wrap(fi.EOPBADSTATE, "endpoint not enabled")
 	}
@@ -310,6 +311,7 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 func (e *Endpoint) Recv(op *Op) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.disarm()
 	e.takeQueued()
 	return e.recvLocked(op)
 }
@@ -355,7 +357,9 @@ func (e *Endpoint) recvLocked(op *Op) error {
 	r.rec = peers.Recv{Src: src, Tag: op.Tag, Ignore: ignore, Ctx: r}
 	if m := q.Post(&r.rec); m != nil {
 		e.deliverUnexpected(r, m, kind)
+		return nil
 	}
+	e.lastPost = r
 	return nil
 }
 
@@ -541,6 +545,7 @@ func (e *Endpoint) complete(r *recvCtx, src, size, n uint64, hdr msgHdr, kind ui
 func (e *Endpoint) Cancel(ctx unsafe.Pointer) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.disarm()
 	e.takeQueued()
 	for _, tagged := range []bool{true, false} {
 		r := e.queue(tagged).Cancel(func(r *peers.Recv) bool { return r.Ctx.(*recvCtx).ctx == ctx })
@@ -559,6 +564,7 @@ func (e *Endpoint) Cancel(ctx unsafe.Pointer) error {
 // progress drives the endpoint's cores.
 func (e *Endpoint) progress() {
 	e.mu.Lock()
+	e.disarm()
 	e.progressLocked()
 	e.mu.Unlock()
 }
@@ -568,6 +574,7 @@ func (e *Endpoint) progress() {
 func (e *Endpoint) progressWatch(w *watchSet) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.disarm()
 	e.progressLocked()
 	if !e.enabled || w.busy {
 		return
@@ -575,6 +582,16 @@ func (e *Endpoint) progressWatch(w *watchSet) {
 	w.net = w.net || len(e.nets) > 0
 	if e.needsPoll() {
 		w.busy = true
+		return
+	}
+	if e.arm() {
+		// C watches the rings; a new ring still shows in the claim word.
+		if w.n == len(w.words) {
+			w.busy = true
+			return
+		}
+		w.words[w.n] = e.shm.ClaimWord()
+		w.n++
 		return
 	}
 	if e.shm != nil {

@@ -394,6 +394,9 @@ func (q *Queue) Cancel(pred func(*Recv) bool) *Recv {
 	return nil
 }
 
+// Queue is the queue r is posted on, or nil when it is not posted.
+func (r *Recv) Queue() *Queue { return r.q }
+
 // Unpost removes r if it is posted in q, reporting whether it was.
 func (q *Queue) Unpost(r *Recv) bool {
 	q.lock()

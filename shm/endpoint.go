@@ -308,6 +308,7 @@ type Endpoint struct {
 	liveTick uint64
 	arr      Arrival
 	closed   bool
+	lent     bool // the inbound rings are lent (Lend) until Resync
 
 	cfg    Config
 	geo    geometry

@@ -24,6 +24,9 @@ func (e *Endpoint) Poll(onArrival func(*Arrival) bool, onSendDone func(sendID ui
 	if e.closed {
 		return 0
 	}
+	if e.lent {
+		panic("shm: Poll while the inbound rings are lent")
+	}
 	if atomic.LoadUint64(&e.hdr.claimGen) != e.claimGen {
 		e.refreshClaims()
 	}
@@ -381,4 +384,59 @@ func (e *Endpoint) IdleWords(dst []Word) (int, bool) {
 		dst[1+i] = Word{P: &p.stamp, V: stampOf(r.head, r.salt), Eq: true}
 	}
 	return 1 + len(e.active), true
+}
+
+// ClaimWord is IdleWords' first word: it changes when a sender claims a
+// ring (the one word to watch while the rings are lent).
+func (e *Endpoint) ClaimWord() Word { return Word{P: &e.hdr.claimGen, V: e.claimGen} }
+
+// RingView describes an inbound ring lent to a caller that consumes its
+// eager records itself (see Lend). Ring and FwdHead point into the
+// region, which stays mapped until Close.
+type RingView struct {
+	Ring     unsafe.Pointer
+	Mask     uint64
+	Size     uint64
+	Salt     uint64
+	EagerMax uint64
+	Head     uint64  // the next record's position
+	FwdHead  *uint64 // where to publish the consumed position (release store)
+	Src      uint64  // the sending endpoint's id
+}
+
+// Lend describes the active inbound rings in dst and lends them: until
+// Resync, the caller may consume records (advancing its copy of Head and
+// publishing it at FwdHead) and the endpoint must not be polled. Only the
+// stamp of the next record (IdleWords' word 0, the claim generation, still
+// announces new rings) tells whether a ring has one. It returns false, and
+// lends nothing, when Poll has other work or a ring is closing, or dst is
+// too short.
+func (e *Endpoint) Lend(dst []RingView) (int, bool) {
+	if e.closed || e.lent || len(e.busy) != 0 || len(e.failed) != 0 || len(dst) < len(e.active) ||
+		atomic.LoadUint64(&e.hdr.claimGen) != e.claimGen {
+		return 0, false
+	}
+	for i, r := range e.active {
+		if r.state != ringActive {
+			return 0, false
+		}
+		dst[i] = RingView{Ring: r.ring, Mask: r.mask, Size: r.size, Salt: r.salt, EagerMax: r.eagerMax,
+			Head: r.head, FwdHead: &r.ctl.fwdHead, Src: r.owner}
+	}
+	e.lent = true
+	return len(e.active), true
+}
+
+// Resync takes back the rings Lend lent; heads[i] is the position the
+// caller consumed ring i (as Lend ordered them) up to and published.
+func (e *Endpoint) Resync(heads []uint64) {
+	if !e.lent {
+		return
+	}
+	e.lent = false
+	for i, r := range e.active {
+		if i < len(heads) {
+			r.head, r.pubHead = heads[i], heads[i]
+		}
+	}
 }

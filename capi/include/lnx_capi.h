@@ -49,6 +49,8 @@ struct lnx_gate {
 	uint32_t seq;      /* Go: odd while the watches are rewritten */
 	int32_t posts;     /* C adds, Go subtracts: receives queued in C that
 			      Go has not taken yet (struct lnx_fast) */
+	uintptr_t arm;     /* Go: struct lnx_arm * of the endpoint whose
+			      receive C may complete (0: none) */
 	struct lnx_gate_watch w[LNX_GATE_WATCHES];
 };
 
@@ -57,12 +59,16 @@ struct lnx_gate {
  * fi_cq_read before anything else. Guarded by lock: C senders and C
  * readers only; Go never touches it.
  */
-#define LNX_CRING 252 /* the ring fills one page */
+#define LNX_CRING 255 /* the ring fits four pages */
 struct lnx_cring {
 	uint32_t lock;
 	uint32_t format; /* the CQ's FI_CQ_FORMAT_* (never UNSPEC) */
 	uint64_t head, tail;
-	struct { void *ctx; uint64_t flags; } e[LNX_CRING];
+	struct {
+		void *ctx, *buf;
+		uint64_t flags, len, data, tag, src;
+		uint64_t pad;
+	} e[LNX_CRING];
 };
 
 struct lnx_cq     { struct fid_cq cq; lnx_handle h; struct lnx_gate gate; struct lnx_cring *cring; };
@@ -116,6 +122,35 @@ struct lnx_rxq_entry {
 	uint64_t src, tag, ignore;
 	uint32_t kind, pad;
 };
+/*
+ * An armed receive (lnx/arm.go): when an endpoint has exactly one posted
+ * receive and nothing unexpected, Go lends C its inbound shm rings and
+ * that receive. fi_cq_read then checks the rings in C; an eager record
+ * that the receive takes is copied, consumed and completed in C without
+ * entering Go. Anything else on a ring (another kind, a mismatch, a
+ * truncation) sends the read to Go, which takes the rings back first.
+ */
+#define LNX_ARM_RINGS 8
+struct lnx_arm_ring {
+	uintptr_t ring;  /* Go: inbound ring base */
+	uint64_t mask, size, salt, eager_max;
+	uint64_t head;   /* C advances it while lent; Go reads it back */
+	uintptr_t fwd_head; /* Go: uint64_t * the sender reads: consumed position */
+	uint64_t src;    /* Go: the sender's fi_addr */
+};
+struct lnx_arm {
+	uint32_t lent;   /* Go sets; cleared by Go under lock: C may consume */
+	uint32_t on;     /* Go sets; C clears when it completes the receive */
+	uint32_t lock;   /* C readers (try) and Go taking the rings back */
+	uint32_t nrings;
+	uint32_t tagged, directed;
+	void *buf;
+	uint64_t len;
+	void *ctx;
+	uint64_t src, tag, ignore;
+	struct lnx_cring *cring; /* C: the receive CQ's completion ring */
+	struct lnx_arm_ring r[LNX_ARM_RINGS];
+};
 struct lnx_fast {
 	uint32_t on;          /* Go: C may send */
 	uint32_t tx_sel;      /* Go: FI_SELECTIVE_COMPLETION on the transmit CQ */
@@ -128,6 +163,7 @@ struct lnx_fast {
 	uint64_t rxq_head;    /* Go: entries taken */
 	uint64_t rxq_tail;    /* C: entries queued */
 	struct lnx_rxq_entry rxq[LNX_RXQ];
+	struct lnx_arm arm;
 	uintptr_t peer[LNX_FAST_PEERS]; /* Go: fi_addr -> struct lnx_txslot * (0: ask Go) */
 };
 struct lnx_cntr   { struct fid_cntr cntr; lnx_handle h; };

@@ -10,12 +10,17 @@
  * fi_tsendmsg, and B receives them. A checks that exactly the expected send
  * completions arrive, each once, with the right context and, where the
  * format has them, FI_SEND|FI_TAGGED flags, length 0 and no data; B checks
- * every payload, tag, length and CQ data in its format. The ctest runs it
- * with FI_LNX_FAST_SEND on and off, which must not change anything seen.
+ * every payload, tag, length and CQ data in its format. Then, per format,
+ * a ping-pong with one receive posted at a time (the case lnx completes
+ * receives in C, see pingpong below) checks each receive completion's
+ * context, flags, length, buffer, data and tag, the payload and the bytes
+ * past it. The ctest runs it with FI_LNX_FAST_SEND on and off, which must
+ * not change anything seen.
  */
 #include "common.h"
 
 #define N 24 /* sends with a completion */
+#define GUARD_LEN 64
 
 static enum fi_cq_format g_fmt;
 
@@ -128,6 +133,71 @@ static void sender(struct peer *p, void *arg)
 		free(b[i]);
 }
 
+/*
+ * A ping-pong with one receive posted at a time: the case in which lnx
+ * lends the receive and its shm rings to its C layer (armed receive), so
+ * that receive completions, too, are written by C. Sizes cross the shm
+ * eager limit (4 KiB) so that some go through Go; every third message
+ * carries CQ data.
+ */
+#define PP_ROUNDS 60
+static size_t pp_len(int i) { static const size_t l[] = { 0, 1, 64, 4096, 5000, 100 }; return l[i % 6]; }
+
+static void pingpong(struct peer *p, void *arg)
+{
+	size_t max = 5000;
+	uint8_t *rb = xmalloc(max + GUARD_LEN), *sb = xmalloc(max);
+	struct fi_context2 rc, sc;
+	fi_addr_t d = peer_addr(p);
+	barrier(p);
+	for (int i = 0; i < PP_ROUNDS; i++) {
+		int mine = (i % 2) == p->rank; /* who sends round i */
+		size_t len = pp_len(i);
+		uint64_t tag = 0x700 + i, data = 0xda7a0000 + i;
+		if (!mine) {
+			memset(rb, 0xee, max + GUARD_LEN);
+			POST(p->l.cq, fi_trecv(p->l.ep, rb, max, NULL, d, tag, 0, &rc));
+			struct fi_cq_tagged_entry e;
+			if (!read_one(p->l.cq, &e, WAIT_MS))
+				FAIL("format %d: round %d: no receive completion", g_fmt, i);
+			EXPECT(e.op_context == &rc, "format %d: round %d: receive context %p", g_fmt, i, e.op_context);
+			EXPECT(check_pattern(rb, len, 5000 + i) < 0, "format %d: round %d: payload", g_fmt, i);
+			for (size_t k = len; k < max + GUARD_LEN; k++)
+				if (rb[k] != 0xee)
+					FAIL("format %d: round %d: byte %zu past the message written", g_fmt, i, k);
+			if (g_fmt != FI_CQ_FORMAT_CONTEXT) {
+				char fl[256];
+				int has_data = i % 3 == 0;
+				uint64_t want = FI_RECV | FI_TAGGED | (has_data ? FI_REMOTE_CQ_DATA : 0);
+				EXPECT((e.flags & (FI_RECV | FI_SEND | FI_TAGGED | FI_MSG | FI_REMOTE_CQ_DATA)) == want,
+				       "format %d: round %d: receive flags %s", g_fmt, i, flags_str(e.flags, fl, sizeof(fl)));
+				EXPECT(e.len == len, "format %d: round %d: length %zu, want %zu", g_fmt, i, e.len, len);
+				if (g_fmt != FI_CQ_FORMAT_MSG) {
+					EXPECT(e.buf == rb, "format %d: round %d: buf %p, want %p", g_fmt, i, e.buf, (void *)rb);
+					EXPECT(e.data == (has_data ? data : 0), "format %d: round %d: data %#llx", g_fmt, i,
+					       (unsigned long long)e.data);
+				}
+				if (g_fmt == FI_CQ_FORMAT_TAGGED)
+					EXPECT(e.tag == tag, "format %d: round %d: tag %#llx", g_fmt, i,
+					       (unsigned long long)e.tag);
+			}
+		} else {
+			fill_pattern(sb, len, 5000 + i);
+			if (i % 3 == 0)
+				POST(p->l.cq, fi_tsenddata(p->l.ep, sb, len, NULL, data, d, tag, &sc));
+			else
+				POST(p->l.cq, fi_tsend(p->l.ep, sb, len, NULL, d, tag, &sc));
+			struct fi_cq_tagged_entry e;
+			if (!read_one(p->l.cq, &e, WAIT_MS))
+				FAIL("format %d: round %d: no send completion", g_fmt, i);
+			EXPECT(e.op_context == &sc, "format %d: round %d: send context %p", g_fmt, i, e.op_context);
+		}
+	}
+	barrier(p);
+	free(rb);
+	free(sb);
+}
+
 static void receiver(struct peer *p, void *arg)
 {
 	struct fi_context2 ctx[2 * N];
@@ -180,6 +250,8 @@ int main(int argc, char **argv)
 		char name[64];
 		snprintf(name, sizeof(name), "send_formats format %d", g_fmt);
 		failed |= run_pair(name, &o, sender, receiver, NULL);
+		snprintf(name, sizeof(name), "send_formats ping-pong format %d", g_fmt);
+		failed |= run_pair(name, &o, pingpong, pingpong, NULL);
 	}
 	return failed ? 1 : 0;
 }

@@ -1,0 +1,187 @@
+package lnx
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/shm"
+)
+
+// An armed receive lets C complete a message without entering Go. The
+// queue of receives (fast.go) took the call into Go off the posting side;
+// this takes it off the arriving side, for the case a ping-pong lives in:
+// the endpoint has one posted receive, nothing unexpected, and talks only
+// over shm. Go then lends C its inbound rings and that receive
+// (struct lnx_arm), and fi_cq_read checks the rings in C: an eager record
+// the receive takes is copied, consumed and completed there. Anything
+// else (another record, a second message, a mismatch) makes the read
+// enter Go, and every entry into Go for the endpoint takes the rings back
+// first (disarm), so Go's view of the rings and queues is whole whenever
+// it runs. Go arms again at the end of a progress call when the case
+// holds.
+//
+// armMem mirrors struct lnx_arm (capi/include/lnx_capi.h; capi's tests
+// compare the layouts); pointers are stored as uintptr (see gateMem).
+type armMem struct {
+	lent     uint32 // C may consume the rings
+	on       uint32 // the receive is armed; C clears it when it completes it
+	lock     uint32
+	nrings   uint32
+	tagged   uint32
+	directed uint32
+	buf      uintptr
+	len      uint64
+	ctx      uintptr
+	src      uint64
+	tag      uint64
+	ignore   uint64
+	cring    uintptr // C's: the receive CQ's completion ring
+	r        [ArmRings]armRing
+}
+
+type armRing struct {
+	ring     uintptr
+	mask     uint64
+	size     uint64
+	salt     uint64
+	eagerMax uint64
+	head     uint64
+	fwdHead  uintptr
+	src      uint64
+}
+
+// ArmRings is LNX_ARM_RINGS: with more inbound rings, nothing is armed.
+const ArmRings = 8
+
+// Layout facts capi checks against C.
+const (
+	ArmSize      = unsafe.Sizeof(armMem{})
+	ArmRingSize  = unsafe.Sizeof(armRing{})
+	ArmRingOff   = unsafe.Offsetof(armMem{}.r)
+	FastArmOff   = unsafe.Offsetof(fastMem{}.arm)
+	GateArmOff   = unsafe.Offsetof(gateMem{}.arm)
+	ArmCringOff  = unsafe.Offsetof(armMem{}.cring)
+	ArmRingHdOff = unsafe.Offsetof(armRing{}.head)
+)
+
+// EnvArmRecv turns armed receives off when "0".
+const EnvArmRecv = "FI_LNX_ARM_RECV"
+
+// armable recomputes, from settings that change only on bind, enable and
+// flag changes, whether this endpoint may ever arm (e.mu held; see
+// refreshFast).
+func (e *Endpoint) armable() bool {
+	return e.fast != nil && e.enabled && e.shm != nil && len(e.nets) == 0 && e.rxCQ != nil &&
+		e.rxCQ.gate.m != nil && !e.hmemOn && e.cntrs[fi.RECV] == nil && e.rxFlags == 0 &&
+		!envBool(EnvDumpStats) && !envOff(EnvFastRecv) && !envOff(EnvArmRecv)
+}
+
+// arm lends the rings and the endpoint's one posted receive to C when the
+// case holds (e.mu held, after progress). It reports whether it did; the
+// caller then watches only the claim word (C watches the rings).
+func (e *Endpoint) arm() bool {
+	if !e.canArm || e.armed != nil {
+		return false
+	}
+	r := e.lastPost
+	if r == nil || r.rec.Queue() == nil || r.n > 1 || r.dev || (e.rxSel && r.flags&fi.COMPLETION == 0) {
+		return false
+	}
+	tp, tu, _ := e.queue(true).Stats()
+	up, uu, _ := e.queue(false).Stats()
+	tc, _ := e.queue(true).Claimed()
+	uc, _ := e.queue(false).Claimed()
+	if tp+up != 1 || tu+uu+tc+uc != 0 {
+		return false
+	}
+	// C's completions go ahead of Go's in fi_cq_read: arm only when the CQ
+	// holds none of Go's, and has no other endpoint to watch.
+	q := e.rxCQ
+	q.mu.Lock()
+	quiet := q.head == len(q.entries) && len(q.errs) == 0 && len(q.endpoints()) == 1
+	q.mu.Unlock()
+	if !quiet {
+		return false
+	}
+	var views [ArmRings]shm.RingView
+	n, ok := e.shm.Lend(views[:])
+	if !ok {
+		return false
+	}
+	a := &e.fast.arm
+	for i, v := range views[:n] {
+		src := e.shmSource(v.Src)
+		if src == fi.ADDR_NOTAVAIL {
+			// A sender not in the AV: Go reports it as such; keep it there.
+			heads := [ArmRings]uint64{}
+			for j := range views[:n] {
+				heads[j] = views[j].Head
+			}
+			e.shm.Resync(heads[:n])
+			return false
+		}
+		a.r[i] = armRing{ring: uintptr(v.Ring), mask: v.Mask, size: v.Size, salt: v.Salt, eagerMax: v.EagerMax,
+			head: v.Head, fwdHead: uintptr(unsafe.Pointer(v.FwdHead)), src: src}
+	}
+	a.nrings = uint32(n)
+	// recvLocked already made the source AddrUnspec without
+	// FI_DIRECTED_RECV, so C compares it as posted.
+	a.tagged, a.directed = 0, 1
+	if r.rec.Queue().Tagged() {
+		a.tagged = 1
+	}
+	a.buf, a.len = 0, 0
+	if r.n > 0 {
+		a.buf, a.len = uintptr(r.iov[0].Ptr), r.iov[0].Len
+	}
+	a.ctx = uintptr(r.ctx)
+	a.src, a.tag, a.ignore = r.rec.Src, r.rec.Tag, r.rec.Ignore
+	atomic.StoreUint32(&a.on, 1)
+	atomic.StoreUint32(&a.lent, 1)
+	atomic.StoreUintptr(&q.gate.m.arm, uintptr(unsafe.Pointer(a)))
+	e.armed = r
+	return true
+}
+
+// disarm takes the rings back from C (e.mu held): first thing on every
+// entry into Go for the endpoint. If C completed the armed receive, it
+// leaves the posted queue here.
+func (e *Endpoint) disarm() {
+	r := e.armed
+	if r == nil {
+		return
+	}
+	e.armed = nil
+	a := &e.fast.arm
+	for !atomic.CompareAndSwapUint32(&a.lock, 0, 1) {
+		// A C reader holds it for one record at most.
+	}
+	atomic.StoreUint32(&a.lent, 0)
+	taken := atomic.LoadUint32(&a.on) == 0
+	atomic.StoreUint32(&a.on, 0)
+	var heads [ArmRings]uint64
+	n := int(a.nrings)
+	for i := 0; i < n; i++ {
+		heads[i] = a.r[i].head
+	}
+	atomic.StoreUint32(&a.lock, 0)
+	e.shm.Resync(heads[:n])
+	if taken {
+		r.rec.Queue().Unpost(&r.rec)
+		e.putRecv(r)
+	}
+}
+
+// unhookArm stops the receive CQ's C side from reading this endpoint's
+// arm before its memory goes (e.mu held, disarmed); the CQ's detach then
+// waits out readers.
+func (e *Endpoint) unhookArm() {
+	if e.fast == nil || e.rxCQ == nil || e.rxCQ.gate.m == nil {
+		return
+	}
+	m := e.rxCQ.gate.m
+	if atomic.LoadUintptr(&m.arm) == uintptr(unsafe.Pointer(&e.fast.arm)) {
+		atomic.StoreUintptr(&m.arm, 0)
+	}
+}
