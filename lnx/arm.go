@@ -11,8 +11,11 @@ import (
 // An armed receive lets C complete a message without entering Go. The
 // queue of receives (fast.go) took the call into Go off the posting side;
 // this takes it off the arriving side, for the case a ping-pong lives in:
-// the endpoint has one posted receive, nothing unexpected, and talks only
-// over shm. Go then lends C its inbound rings and that receive
+// the endpoint has one posted receive, nothing unexpected, and no network
+// traffic in flight (a quiet network core is still polled on Go's clock:
+// C lets a read into Go every gateSkipNet idle answers, and Go polls shm
+// before the network in any case, so cross-core arrival order is what it
+// was). Go then lends C its inbound rings and that receive
 // (struct lnx_arm), and fi_cq_read checks the rings in C: an eager record
 // the receive takes is copied, consumed and completed there. Anything
 // else (another record, a second message, a mismatch) makes the read
@@ -72,7 +75,7 @@ const EnvArmRecv = "FI_LNX_ARM_RECV"
 // flag changes, whether this endpoint may ever arm (e.mu held; see
 // refreshFast).
 func (e *Endpoint) armable() bool {
-	return e.fast != nil && e.enabled && e.shm != nil && len(e.nets) == 0 && e.rxCQ != nil &&
+	return e.fast != nil && e.enabled && e.shm != nil && e.rxCQ != nil &&
 		e.rxCQ.gate.m != nil && !e.hmemOn && e.cntrs[fi.RECV] == nil && e.rxFlags == 0 &&
 		!envBool(EnvDumpStats) && !envOff(EnvFastRecv) && !envOff(EnvArmRecv)
 }
