@@ -68,6 +68,11 @@
 // The small-message path (Send of an eager message, Poll delivering it)
 // makes no allocation, no system call and takes no lock.
 //
+// Lend hands the inbound rings to a caller that consumes eager records
+// itself (lnx's C layer, for a receive it already knows the destination
+// of) and Resync takes them back with the positions it reached; Poll must
+// not run in between.
+//
 // # Thresholds
 //
 // Messages of at most EagerMax bytes (default 4 KiB; the effective value
