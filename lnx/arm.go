@@ -147,9 +147,15 @@ func (e *Endpoint) arm() bool {
 	return true
 }
 
-// disarm takes the rings back from C (e.mu held): first thing on every
-// entry into Go for the endpoint. If C completed the armed receive, it
-// leaves the posted queue here.
+// lock takes e.mu for a call into Go for the endpoint, and the rings back
+// from C: whatever runs under it sees Go's rings and queues whole.
+func (e *Endpoint) lock() {
+	e.mu.Lock()
+	e.disarm()
+}
+
+// disarm takes the rings back from C (e.mu held; see lock). If C
+// completed the armed receive, it leaves the posted queue here.
 func (e *Endpoint) disarm() {
 	r := e.armed
 	if r == nil {

@@ -92,8 +92,7 @@ func (av *AV) Remove(addrs []uint64) error {
 	// An endpoint may have lent C a sender's fi_addr (arm.go): take it
 	// back, outside av.mu (endpoints take av.mu under their own lock).
 	for _, e := range users {
-		e.mu.Lock()
-		e.disarm()
+		e.lock()
 		e.mu.Unlock()
 	}
 	return err

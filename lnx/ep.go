@@ -151,9 +151,8 @@ func (e *Endpoint) closeCores() error {
 
 // Bind attaches an AV, CQ or counter.
 func (e *Endpoint) Bind(obj any, flags uint64) error {
-	e.mu.Lock()
+	e.lock()
 	defer e.mu.Unlock()
-	e.disarm()
 	if e.enabled {
 		return fi.Wrap(fi.EOPBADSTATE, "endpoint already enabled")
 	}
@@ -210,9 +209,8 @@ func (e *Endpoint) Bind(obj any, flags uint64) error {
 
 // Enable makes the endpoint ready for data transfer.
 func (e *Endpoint) Enable() error {
-	e.mu.Lock()
+	e.lock()
 	defer e.mu.Unlock()
-	e.disarm()
 	if e.enabled {
 		return nil
 	}
@@ -231,9 +229,8 @@ func (e *Endpoint) Enable() error {
 // OpsFlags reads or replaces the default op flags (FI_GETOPSFLAG /
 // FI_SETOPSFLAG); which = FI_TRANSMIT or FI_RECV in the flags word.
 func (e *Endpoint) OpsFlags(v *uint64, set bool) error {
-	e.mu.Lock()
+	e.lock()
 	defer e.mu.Unlock()
-	e.disarm()
 	dir := *v & (fi.SEND | fi.RECV)
 	p := &e.txFlags
 	switch dir {
@@ -267,9 +264,8 @@ func (e *Endpoint) Name() ([]byte, error) {
 
 // Close closes the endpoint and its cores, releasing its bindings.
 func (e *Endpoint) Close() error {
-	e.mu.Lock()
+	e.lock()
 	defer e.mu.Unlock()
-	e.disarm()
 	if envBool(EnvDumpStats) {
 		e.dumpStats(os.Stderr)
 	}

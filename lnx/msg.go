@@ -123,9 +123,8 @@ func (e *Endpoint) Send(op *Op) error {
 	if flags&fi.INJECT != 0 && size > e.injectSize() {
 		return fi.Wrap(fi.EMSGSIZE, "inject of %d bytes exceeds inject_size %d", size, e.injectSize())
 	}
-	e.mu.Lock()
+	e.lock()
 	defer e.mu.Unlock()
-	e.disarm()
 	if !e.enabled {
 		return fi.Wrap(fi.EOPBADSTATE, "endpoint not enabled")
 	}
@@ -309,9 +308,8 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 // Recv posts a receive (or, with FI_PEEK/FI_CLAIM, inspects unexpected
 // messages).
 func (e *Endpoint) Recv(op *Op) error {
-	e.mu.Lock()
+	e.lock()
 	defer e.mu.Unlock()
-	e.disarm()
 	e.takeQueued()
 	return e.recvLocked(op)
 }
@@ -543,9 +541,8 @@ func (e *Endpoint) complete(r *recvCtx, src, size, n uint64, hdr msgHdr, kind ui
 // Cancel cancels a posted receive by context; it completes with
 // FI_ECANCELED.
 func (e *Endpoint) Cancel(ctx unsafe.Pointer) error {
-	e.mu.Lock()
+	e.lock()
 	defer e.mu.Unlock()
-	e.disarm()
 	e.takeQueued()
 	for _, tagged := range []bool{true, false} {
 		r := e.queue(tagged).Cancel(func(r *peers.Recv) bool { return r.Ctx.(*recvCtx).ctx == ctx })
@@ -563,8 +560,7 @@ func (e *Endpoint) Cancel(ctx unsafe.Pointer) error {
 
 // progress drives the endpoint's cores.
 func (e *Endpoint) progress() {
-	e.mu.Lock()
-	e.disarm()
+	e.lock()
 	e.progressLocked()
 	e.mu.Unlock()
 }
@@ -572,9 +568,8 @@ func (e *Endpoint) progress() {
 // progressWatch is progress for a CQ read that C's gate let through; it
 // adds to w what C may watch until the next one.
 func (e *Endpoint) progressWatch(w *watchSet) {
-	e.mu.Lock()
+	e.lock()
 	defer e.mu.Unlock()
-	e.disarm()
 	e.progressLocked()
 	if !e.enabled || w.busy {
 		return
