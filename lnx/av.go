@@ -27,9 +27,8 @@ type AV struct {
 	entries []*avEntry        // index = fi_addr; nil = removed
 	byShm   map[uint64]uint64 // shm endpoint id -> fi_addr
 	byNet   map[uint64]uint64 // network transport id -> fi_addr
-	eps     int
-	users   []*Endpoint   // the bound endpoints (eps of them), told of removals
-	gen     atomic.Uint64 // bumped by every Insert and Remove
+	users   []*Endpoint       // the bound endpoints: Close refuses while any; told of removals
+	gen     atomic.Uint64     // bumped by every Insert and Remove
 }
 
 type avEntry struct {
@@ -179,8 +178,8 @@ func Straddr(raw []byte) string {
 func (av *AV) Close() error {
 	av.mu.Lock()
 	defer av.mu.Unlock()
-	if av.eps > 0 {
-		return fi.Wrap(fi.EBUSY, "AV still bound to %d endpoint(s)", av.eps)
+	if len(av.users) > 0 {
+		return fi.Wrap(fi.EBUSY, "AV still bound to %d endpoint(s)", len(av.users))
 	}
 	av.Domain.put()
 	return nil

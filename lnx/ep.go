@@ -3,6 +3,7 @@ package lnx
 import (
 	"errors"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -165,7 +166,6 @@ func (e *Endpoint) Bind(obj any, flags uint64) error {
 			return fi.Wrap(fi.EINVAL, "AV belongs to another domain")
 		}
 		o.mu.Lock()
-		o.eps++
 		o.users = append(o.users, e)
 		o.mu.Unlock()
 		e.av = o
@@ -293,13 +293,7 @@ func (e *Endpoint) Close() error {
 	e.ipcMaps.closeAll()
 	if e.av != nil {
 		e.av.mu.Lock()
-		e.av.eps--
-		for i, u := range e.av.users {
-			if u == e {
-				e.av.users = append(e.av.users[:i], e.av.users[i+1:]...)
-				break
-			}
-		}
+		e.av.users = slices.DeleteFunc(e.av.users, func(u *Endpoint) bool { return u == e })
 		e.av.mu.Unlock()
 	}
 	seen := map[*Cntr]bool{}
