@@ -841,7 +841,7 @@ static int lnx_arm_take(struct lnx_gate *g)
 		int tagged = (hflags & LNX_HDR_TAGGED) != 0;
 		if (tagged != (int)a->tagged || (tagged && ((rec->tag ^ a->tag) & ~a->ignore)))
 			break;
-		if (a->directed && a->src != FI_ADDR_UNSPEC && a->src != r->src)
+		if (a->src != FI_ADDR_UNSPEC && a->src != r->src)
 			break;
 		struct lnx_cring *cr = a->cring;
 		lnx_spin_lock(&cr->lock);

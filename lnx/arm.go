@@ -27,20 +27,20 @@ import (
 // armMem mirrors struct lnx_arm (capi/include/lnx_capi.h; capi's tests
 // compare the layouts); pointers are stored as uintptr (see gateMem).
 type armMem struct {
-	lent     uint32 // C may consume the rings
-	on       uint32 // the receive is armed; C clears it when it completes it
-	lock     uint32
-	nrings   uint32
-	tagged   uint32
-	directed uint32
-	buf      uintptr
-	len      uint64
-	ctx      uintptr
-	src      uint64
-	tag      uint64
-	ignore   uint64
-	cring    uintptr // C's: the receive CQ's completion ring
-	r        [ArmRings]armRing
+	lent   uint32 // C may consume the rings
+	on     uint32 // the receive is armed; C clears it when it completes it
+	lock   uint32
+	nrings uint32
+	tagged uint32
+	_      uint32
+	buf    uintptr
+	len    uint64
+	ctx    uintptr
+	src    uint64
+	tag    uint64
+	ignore uint64
+	cring  uintptr // C's: the receive CQ's completion ring
+	r      [ArmRings]armRing
 }
 
 type armRing struct {
@@ -71,13 +71,12 @@ const (
 // EnvArmRecv turns armed receives off when "0".
 const EnvArmRecv = "FI_LNX_ARM_RECV"
 
-// armable recomputes, from settings that change only on bind, enable and
-// flag changes, whether this endpoint may ever arm (e.mu held; see
-// refreshFast).
+// armable tells refreshFast whether an endpoint that may queue receives
+// in C may also arm one: what C's completion leaves out (a receive
+// counter, default receive flags, statistics) must not be needed.
 func (e *Endpoint) armable() bool {
-	return e.fast != nil && e.enabled && e.shm != nil && e.rxCQ != nil &&
-		e.rxCQ.gate.m != nil && !e.hmemOn && e.cntrs[fi.RECV] == nil && e.rxFlags == 0 &&
-		!envBool(EnvDumpStats) && !envOff(EnvFastRecv) && !envOff(EnvArmRecv)
+	return e.shm != nil && e.cntrs[fi.RECV] == nil && e.rxFlags == 0 && !envBool(EnvDumpStats) &&
+		!envOff(EnvArmRecv)
 }
 
 // arm lends the rings and the endpoint's one posted receive to C when the
@@ -117,11 +116,7 @@ func (e *Endpoint) arm() bool {
 		src := e.shmSource(v.Src)
 		if src == fi.ADDR_NOTAVAIL {
 			// A sender not in the AV: Go reports it as such; keep it there.
-			heads := [ArmRings]uint64{}
-			for j := range views[:n] {
-				heads[j] = views[j].Head
-			}
-			e.shm.Resync(heads[:n])
+			e.shm.Resync(nil)
 			return false
 		}
 		a.r[i] = armRing{ring: uintptr(v.Ring), mask: v.Mask, size: v.Size, salt: v.Salt, eagerMax: v.EagerMax,
@@ -130,7 +125,7 @@ func (e *Endpoint) arm() bool {
 	a.nrings = uint32(n)
 	// recvLocked already made the source AddrUnspec without
 	// FI_DIRECTED_RECV, so C compares it as posted.
-	a.tagged, a.directed = 0, 1
+	a.tagged = 0
 	if r.rec.Queue().Tagged() {
 		a.tagged = 1
 	}

@@ -131,7 +131,7 @@ func (e *Endpoint) refreshFast() {
 	if f.rxOn != rx {
 		atomic.StoreUint32(&f.rxOn, rx)
 	}
-	e.canArm = e.armable()
+	e.canArm = rx == 1 && e.armable()
 }
 
 // takeQueued posts the receives C queued, in order (e.mu held). Every

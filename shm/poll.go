@@ -428,7 +428,8 @@ func (e *Endpoint) Lend(dst []RingView) (int, bool) {
 }
 
 // Resync takes back the rings Lend lent; heads[i] is the position the
-// caller consumed ring i (as Lend ordered them) up to and published.
+// caller consumed ring i (as Lend ordered them) up to and published. Rings
+// past len(heads) were not consumed (nil: none was).
 func (e *Endpoint) Resync(heads []uint64) {
 	if !e.lent {
 		return

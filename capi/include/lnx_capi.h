@@ -143,11 +143,11 @@ struct lnx_arm {
 	uint32_t on;     /* Go sets; C clears when it completes the receive */
 	uint32_t lock;   /* C readers (try) and Go taking the rings back */
 	uint32_t nrings;
-	uint32_t tagged, directed;
+	uint32_t tagged, pad;
 	void *buf;
 	uint64_t len;
 	void *ctx;
-	uint64_t src, tag, ignore;
+	uint64_t src, tag, ignore; /* as posted: src is FI_ADDR_UNSPEC for any */
 	struct lnx_cring *cring; /* C: the receive CQ's completion ring */
 	struct lnx_arm_ring r[LNX_ARM_RINGS];
 };
