@@ -337,11 +337,14 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		return -FI_EINVAL;
 	struct lnx_ep *e = (struct lnx_ep *)(void *)fid;
 	int ret = lnx_go_ep_bind(e->h, bh, kind, flags);
-	if (ret == 0 && kind == LNX_KIND_CQ && (flags & FI_TRANSMIT))
-		__atomic_store_n(&e->fast->cring, ((struct lnx_cq *)(void *)bfid)->cring, __ATOMIC_RELEASE);
-	if (ret == 0 && kind == LNX_KIND_CQ && (flags & FI_RECV)) {
-		__atomic_store_n(&e->fast->rx_gate, &((struct lnx_cq *)(void *)bfid)->gate, __ATOMIC_RELEASE);
-		__atomic_store_n(&e->fast->arm.cring, ((struct lnx_cq *)(void *)bfid)->cring, __ATOMIC_RELEASE);
+	if (ret == 0 && kind == LNX_KIND_CQ) {
+		struct lnx_cq *c = (struct lnx_cq *)(void *)bfid;
+		if (flags & FI_TRANSMIT)
+			__atomic_store_n(&e->fast->cring, c->cring, __ATOMIC_RELEASE);
+		if (flags & FI_RECV) {
+			__atomic_store_n(&e->fast->rx_gate, &c->gate, __ATOMIC_RELEASE);
+			__atomic_store_n(&e->fast->arm.cring, c->cring, __ATOMIC_RELEASE);
+		}
 	}
 	return ret;
 }
@@ -410,6 +413,21 @@ static inline void lnx_spin_lock(uint32_t *l)
 }
 static inline void lnx_spin_unlock(uint32_t *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
 
+/* lnx_cring_put appends one completion (cr->lock held, room checked). */
+static inline void lnx_cring_put(struct lnx_cring *cr, void *ctx, void *buf, uint64_t flags, uint64_t len,
+				 uint64_t data, uint64_t tag, uint64_t src)
+{
+	typeof(cr->e[0]) *x = &cr->e[cr->tail % LNX_CRING];
+	x->ctx = ctx;
+	x->buf = buf;
+	x->flags = flags;
+	x->len = len;
+	x->data = data;
+	x->tag = tag;
+	x->src = src;
+	__atomic_store_n(&cr->tail, cr->tail + 1, __ATOMIC_RELEASE);
+}
+
 #define LNX_FAST_DECLINED 1 /* not a libfabric return value: Go takes the send */
 
 /*
@@ -476,15 +494,9 @@ static ssize_t lnx_fast_send(struct lnx_fast *f, const struct iovec *iov, size_t
 out:
 	lnx_spin_unlock(&s->lock);
 	if (want_cq) {
-		if (ret == 0) {
-			uint64_t i = cr->tail % LNX_CRING;
-			cr->e[i].ctx = ctx;
-			cr->e[i].buf = NULL;
-			cr->e[i].flags = FI_SEND | ((kind & LNX_OP_TAGGED) ? FI_TAGGED : FI_MSG);
-			cr->e[i].len = cr->e[i].data = cr->e[i].tag = 0;
-			cr->e[i].src = FI_ADDR_NOTAVAIL;
-			__atomic_store_n(&cr->tail, cr->tail + 1, __ATOMIC_RELEASE);
-		}
+		if (ret == 0)
+			lnx_cring_put(cr, ctx, NULL, FI_SEND | ((kind & LNX_OP_TAGGED) ? FI_TAGGED : FI_MSG), 0, 0, 0,
+				      FI_ADDR_NOTAVAIL);
 		lnx_spin_unlock(&cr->lock);
 	}
 	return ret;
@@ -851,18 +863,12 @@ static int lnx_arm_take(struct lnx_gate *g)
 		}
 		if (size)
 			memcpy(a->buf, (const char *)rec + LNX_REC_HDR, size);
-		uint64_t j = cr->tail % LNX_CRING;
-		cr->e[j].ctx = a->ctx;
-		cr->e[j].buf = a->buf;
-		cr->e[j].flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | ((hflags & LNX_HDR_DATA) ? FI_REMOTE_CQ_DATA : 0);
-		cr->e[j].len = size;
-		cr->e[j].data = (hflags & LNX_HDR_DATA) ? rec->data : 0;
-		cr->e[j].tag = rec->tag;
-		cr->e[j].src = r->src;
 		r->head += need;
 		__atomic_store_n((uint64_t *)r->fwd_head, r->head, __ATOMIC_RELEASE);
 		__atomic_store_n(&a->on, 0, __ATOMIC_RELEASE);
-		__atomic_store_n(&cr->tail, cr->tail + 1, __ATOMIC_RELEASE);
+		int data = (hflags & LNX_HDR_DATA) != 0;
+		lnx_cring_put(cr, a->ctx, a->buf, FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (data ? FI_REMOTE_CQ_DATA : 0),
+			      size, data ? rec->data : 0, rec->tag, r->src);
 		lnx_spin_unlock(&cr->lock);
 		ret = 1;
 	}
