@@ -265,7 +265,7 @@ static void run_rank(int rank, const struct bcase *bc, int rfd, int wfd, int res
 	if (bc->env[0]) {
 		char *env = strdup(bc->env), *save = NULL;
 		for (char *t = strtok_r(env, "^", &save); t; t = strtok_r(NULL, "^", &save))
-			putenv(strdup(t));
+			putenv(t); /* env is never freed: the strings stay valid */
 	}
 	if (bc->node[0]) {
 		char id[96];

@@ -133,6 +133,29 @@ static void sender(struct peer *p, void *arg)
 		free(b[i]);
 }
 
+/* Checks the fields a receive completion has in the CQ's format: flags
+ * (receive, tagged, CQ data exactly when sent), length, buffer, data, tag.
+ * what and i name the message in failures. */
+static void check_recv(const struct fi_cq_tagged_entry *e, size_t len, const void *buf, int has_data,
+		       uint64_t data, uint64_t tag, const char *what, int i)
+{
+	if (g_fmt == FI_CQ_FORMAT_CONTEXT)
+		return;
+	char fl[256];
+	uint64_t want = FI_RECV | FI_TAGGED | (has_data ? FI_REMOTE_CQ_DATA : 0);
+	EXPECT((e->flags & (FI_RECV | FI_SEND | FI_TAGGED | FI_MSG | FI_REMOTE_CQ_DATA)) == want,
+	       "format %d: %s %d: receive flags %s", g_fmt, what, i, flags_str(e->flags, fl, sizeof(fl)));
+	EXPECT(e->len == len, "format %d: %s %d: length %zu, want %zu", g_fmt, what, i, e->len, len);
+	if (g_fmt == FI_CQ_FORMAT_MSG)
+		return;
+	EXPECT(e->buf == buf, "format %d: %s %d: buf %p, want %p", g_fmt, what, i, e->buf, buf);
+	EXPECT(e->data == (has_data ? data : 0), "format %d: %s %d: data %#llx", g_fmt, what, i,
+	       (unsigned long long)e->data);
+	if (g_fmt == FI_CQ_FORMAT_TAGGED)
+		EXPECT(e->tag == tag, "format %d: %s %d: tag %#llx, want %#llx", g_fmt, what, i,
+		       (unsigned long long)e->tag, (unsigned long long)tag);
+}
+
 /*
  * A ping-pong with one receive posted at a time: the case in which lnx
  * lends the receive and its shm rings to its C layer (armed receive), so
@@ -165,22 +188,7 @@ static void pingpong(struct peer *p, void *arg)
 			for (size_t k = len; k < max + GUARD_LEN; k++)
 				if (rb[k] != 0xee)
 					FAIL("format %d: round %d: byte %zu past the message written", g_fmt, i, k);
-			if (g_fmt != FI_CQ_FORMAT_CONTEXT) {
-				char fl[256];
-				int has_data = i % 3 == 0;
-				uint64_t want = FI_RECV | FI_TAGGED | (has_data ? FI_REMOTE_CQ_DATA : 0);
-				EXPECT((e.flags & (FI_RECV | FI_SEND | FI_TAGGED | FI_MSG | FI_REMOTE_CQ_DATA)) == want,
-				       "format %d: round %d: receive flags %s", g_fmt, i, flags_str(e.flags, fl, sizeof(fl)));
-				EXPECT(e.len == len, "format %d: round %d: length %zu, want %zu", g_fmt, i, e.len, len);
-				if (g_fmt != FI_CQ_FORMAT_MSG) {
-					EXPECT(e.buf == rb, "format %d: round %d: buf %p, want %p", g_fmt, i, e.buf, (void *)rb);
-					EXPECT(e.data == (has_data ? data : 0), "format %d: round %d: data %#llx", g_fmt, i,
-					       (unsigned long long)e.data);
-				}
-				if (g_fmt == FI_CQ_FORMAT_TAGGED)
-					EXPECT(e.tag == tag, "format %d: round %d: tag %#llx", g_fmt, i,
-					       (unsigned long long)e.tag);
-			}
+			check_recv(&e, len, rb, i % 3 == 0, data, tag, "round", i);
 		} else {
 			fill_pattern(sb, len, 5000 + i);
 			if (i % 3 == 0)
@@ -220,17 +228,8 @@ static void receiver(struct peer *p, void *arg)
 		size_t len = inj ? 8 : len_of(i);
 		long long off = check_pattern(b[j], len, inj ? 999 : 700 + i);
 		EXPECT(off < 0, "format %d: message %d%s differs at %lld", g_fmt, i, inj ? " (inject)" : "", off);
-		if (g_fmt == FI_CQ_FORMAT_CONTEXT)
-			continue;
-		EXPECT((e.flags & (FI_RECV | FI_TAGGED)) == (FI_RECV | FI_TAGGED), "format %d: receive flags", g_fmt);
-		EXPECT(e.len == len, "format %d: message %d length %zu, want %zu", g_fmt, i, e.len, len);
-		int has_data = !inj && i % 4 == 1;
-		EXPECT(!!(e.flags & FI_REMOTE_CQ_DATA) == has_data, "format %d: message %d FI_REMOTE_CQ_DATA", g_fmt, i);
-		if (has_data && g_fmt != FI_CQ_FORMAT_MSG)
-			EXPECT(e.data == 0xd000 + (uint64_t)i, "format %d: message %d data %#llx", g_fmt, i,
-			       (unsigned long long)e.data);
-		if (g_fmt == FI_CQ_FORMAT_TAGGED)
-			EXPECT(e.tag == (inj ? 0x900u : 0x500u) + (uint64_t)i, "format %d: message %d tag", g_fmt, i);
+		check_recv(&e, len, b[j], !inj && i % 4 == 1, 0xd000 + (uint64_t)i, (inj ? 0x900u : 0x500u) + (uint64_t)i,
+			   inj ? "inject" : "message", i);
 	}
 	barrier(p);
 	for (int j = 0; j < 2 * N; j++)
