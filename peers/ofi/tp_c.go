@@ -13,6 +13,7 @@ package ofi
 #include <rdma/fi_rma.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_eq.h>
+#include "lnx_tp_lend.h"
 
 // The transport keeps every piece of memory the core sees in C: the
 // operation table (contexts, iovec arrays, wire headers), the bounce
@@ -22,6 +23,10 @@ package ofi
 #define LNX_EV_MAX 64
 #define LNX_OP_IOV 9      // iov[0]: our header, iov[1..8]: user pieces
 #define LNX_HDR_BYTES 128
+// wire.go's constants that C reads messages with (checked by tests).
+#define LNX_WIRE_VERSION 1
+#define LNX_KIND_EAGER 1
+#define LNX_HDR_EAGER 40
 
 struct lnx_op {
 	struct fi_context2 ctx[2];
@@ -39,6 +44,30 @@ struct lnx_ev {
 	uint64_t olen;
 };
 
+// What C may do while the transport is lent (tp_lend.go): Go writes the
+// first block before lending and reads the second after taking it back.
+struct lnx_tp_lend {
+	uint64_t peer;      // Go: id of the peer whose eager message C may take (0: none)
+	uint32_t rx_seq;    // Go, then C: that peer's next sequence number
+	uint32_t pool;      // Go: ops [0, pool) are bounce receives
+	uint64_t buf_size;  // Go: bytes per bounce buffer
+	uint64_t eager_max; // Go: largest eager payload
+	uint8_t *bounce;    // Go: the bounce buffers
+	int32_t stashed;    // C: events in evs Go has not seen; Go clears it
+	uint32_t took;      // C: 1 once it took a message (at most one per lending)
+	uint32_t took_op;   // C: the bounce slot of that message
+	uint32_t owe;       // Go: messages taken earn their sender a credit
+	// Sending to the same peer: small eager messages with fi_inject.
+	uint32_t tx_on;     // Go: C may send to the peer
+	uint32_t tx_seq;    // Go, then C: the next sequence number we send it
+	uint32_t window;    // Go: its credit window (0: no flow control)
+	int32_t credits;    // Go, then C: credits it left us
+	uint32_t owed;      // Go, then C: credits we owe it (they ride on our sends)
+	uint32_t sent;      // C: messages sent
+	uint64_t tx_addr;   // Go: its core fi_addr
+	uint64_t id;        // Go: our transport id
+};
+
 struct lnx_tp {
 	struct fid_av *av;
 	struct fid_cq *cq;
@@ -49,6 +78,7 @@ struct lnx_tp {
 	uint64_t reads;    // fi_cq_read calls (each runs the core's progress)
 	struct fi_cq_tagged_entry ents[LNX_EV_MAX];
 	struct lnx_ev evs[LNX_EV_MAX];
+	struct lnx_tp_lend lend;
 };
 
 static int lnx_tp_close(struct lnx_tp *t) {
@@ -162,6 +192,90 @@ static int lnx_tp_drain(struct lnx_tp *t, int max) {
 		return n > 0 ? n : (int)r;
 	}
 	return n;
+}
+
+int lnx_tp_peek(void *tp) {
+	struct lnx_tp *t = tp;
+	if (t->lend.stashed)
+		return t->lend.stashed;
+	int n = lnx_tp_drain(t, LNX_EV_MAX);
+	if (n > 0)
+		t->lend.stashed = n;
+	return n;
+}
+
+static uint64_t lnx_le64(const uint8_t *b) { uint64_t v; memcpy(&v, b, 8); return v; }
+static uint32_t lnx_le32(const uint8_t *b) { uint32_t v; memcpy(&v, b, 4); return v; }
+
+// The eager layout of wire.go: version, kind, credits, flags, sender id,
+// sequence number, tag, cq data, payload.
+int lnx_tp_look(void *tp, struct lnx_tp_msg *m) {
+	struct lnx_tp *t = tp;
+	struct lnx_tp_lend *l = &t->lend;
+	if (l->stashed != 1 || l->took || !l->peer)
+		return 0;
+	const struct lnx_ev *ev = &t->evs[0];
+	if (ev->err || ev->sub != 0 || ev->op >= l->pool || ev->len < LNX_HDR_EAGER ||
+	    ev->len - LNX_HDR_EAGER > l->eager_max)
+		return 0;
+	const uint8_t *b = l->bounce + (uint64_t)ev->op * l->buf_size;
+	if (b[0] != LNX_WIRE_VERSION || b[1] != LNX_KIND_EAGER || lnx_le64(b + 8) != l->peer ||
+	    lnx_le32(b + 16) != l->rx_seq)
+		return 0;
+	m->flags = lnx_le32(b + 4);
+	m->tag = lnx_le64(b + 24);
+	m->data = lnx_le64(b + 32);
+	m->size = ev->len - LNX_HDR_EAGER;
+	m->payload = b + LNX_HDR_EAGER;
+	return 1;
+}
+
+void lnx_tp_consume(void *tp) {
+	struct lnx_tp *t = tp;
+	struct lnx_tp_lend *l = &t->lend;
+	const uint8_t *b = l->bounce + (uint64_t)t->evs[0].op * l->buf_size;
+	uint16_t c;
+	memcpy(&c, b + 2, 2);
+	l->took = 1;
+	l->took_op = t->evs[0].op;
+	l->rx_seq++;
+	l->stashed = 0;
+	if (l->window) {
+		int64_t v = (int64_t)l->credits + c;
+		l->credits = v > (int64_t)l->window ? (int32_t)l->window : (int32_t)v;
+	}
+	if (l->owe)
+		l->owed++;
+}
+
+int lnx_tp_send_eager(void *tp, uint32_t flags, uint64_t tag, uint64_t data, const void *buf, size_t len) {
+	struct lnx_tp *t = tp;
+	struct lnx_tp_lend *l = &t->lend;
+	uint8_t b[256];
+	size_t total = LNX_HDR_EAGER + len;
+	if (!l->tx_on || total > t->inject || total > sizeof(b) || (l->window && l->credits <= 0))
+		return -1;
+	uint16_t owed = l->owed > 0xffff ? 0xffff : (uint16_t)l->owed;
+	uint32_t zero = 0;
+	b[0] = LNX_WIRE_VERSION;
+	b[1] = LNX_KIND_EAGER;
+	memcpy(b + 2, &owed, 2);
+	memcpy(b + 4, &flags, 4);
+	memcpy(b + 8, &l->id, 8);
+	memcpy(b + 16, &l->tx_seq, 4);
+	memcpy(b + 20, &zero, 4);
+	memcpy(b + 24, &tag, 8);
+	memcpy(b + 32, &data, 8);
+	if (len)
+		memcpy(b + LNX_HDR_EAGER, buf, len);
+	if (fi_inject(t->ep, b, total, (fi_addr_t)l->tx_addr))
+		return -1;
+	l->tx_seq++;
+	l->owed -= owed;
+	if (l->window)
+		l->credits--;
+	l->sent++;
+	return 0;
 }
 
 static ssize_t lnx_tp_sendv(struct lnx_tp *t, uint32_t op, int sub, int off, int niov, uint64_t dest) {
@@ -286,6 +400,109 @@ func (k *core) avInsert(name []byte) (uint64, error) {
 }
 
 func (k *core) drain(max int) int { return int(C.lnx_tp_drain(k.c, C.int(max))) }
+
+// next reads up to max completions like drain, except that events C read
+// while the transport was lent (the stash) come first.
+func (k *core) next(max int) int {
+	if s := k.c.lend.stashed; s != 0 {
+		k.c.lend.stashed = 0
+		return int(s)
+	}
+	return k.drain(max)
+}
+
+// setLend gives C the facts it checks messages with (tp_lend.go).
+func (k *core) setLend(pool, bufSize int, eagerMax uint64, bounce unsafe.Pointer) {
+	l := &k.c.lend
+	l.pool = C.uint32_t(pool)
+	l.buf_size = C.uint64_t(bufSize)
+	l.eager_max = C.uint64_t(eagerMax)
+	*(*uintptr)(unsafe.Pointer(&l.bounce)) = uintptr(bounce)
+}
+
+// lendState is what a lending hands C about its peer and gets back.
+type lendState struct {
+	peer    uint64 // the peer's id (0: none)
+	rxSeq   uint32
+	owe     bool // taken messages earn credits
+	txOn    bool // C may send to it
+	txSeq   uint32
+	window  uint32
+	credits int32
+	owed    uint32
+	txAddr  uint64
+	id      uint64
+
+	took   bool   // back: C took a message
+	tookOp uint32 // back: its bounce slot
+	sent   uint32 // back: messages C sent
+}
+
+// lend starts a lending with s.
+func (k *core) lend(s *lendState) {
+	l := &k.c.lend
+	l.peer, l.rx_seq, l.took, l.sent = C.uint64_t(s.peer), C.uint32_t(s.rxSeq), 0, 0
+	l.owe, l.tx_on = cBool(s.owe), cBool(s.txOn)
+	l.tx_seq, l.window, l.credits, l.owed = C.uint32_t(s.txSeq), C.uint32_t(s.window), C.int32_t(s.credits), C.uint32_t(s.owed)
+	l.tx_addr, l.id = C.uint64_t(s.txAddr), C.uint64_t(s.id)
+}
+
+// lent ends a lending and fills s with what C changed.
+func (k *core) lent(s *lendState) {
+	l := &k.c.lend
+	s.rxSeq, s.txSeq, s.credits, s.owed = uint32(l.rx_seq), uint32(l.tx_seq), int32(l.credits), uint32(l.owed)
+	s.took, s.tookOp, s.sent = l.took != 0, uint32(l.took_op), uint32(l.sent)
+	l.peer, l.took, l.tx_on, l.sent = 0, 0, 0, 0
+}
+
+func cBool(b bool) C.uint32_t {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// stashed reports whether events C read wait for Poll.
+func (k *core) stashed() bool { return k.c.lend.stashed != 0 }
+
+// The C entry points of a lent transport (lnx_tp_lend.h), which capi
+// calls from C; Go calls them only in tests.
+
+func (k *core) cPeek() int { return int(C.lnx_tp_peek(unsafe.Pointer(k.c))) }
+
+func (k *core) cLook() (ok bool, m C.struct_lnx_tp_msg) {
+	ok = C.lnx_tp_look(unsafe.Pointer(k.c), &m) == 1
+	return ok, m
+}
+
+func (k *core) cConsume() { C.lnx_tp_consume(unsafe.Pointer(k.c)) }
+
+// cSendEager sends b (which C copies before it returns).
+func (k *core) cSendEager(flags uint32, tag, data uint64, b []byte) int {
+	var p unsafe.Pointer
+	if len(b) > 0 {
+		p = unsafe.Pointer(&b[0])
+	}
+	return int(C.lnx_tp_send_eager(unsafe.Pointer(k.c), C.uint32_t(flags), C.uint64_t(tag), C.uint64_t(data), p,
+		C.size_t(len(b))))
+}
+
+// lentMsg is cLook's answer in Go terms; the payload aliases the bounce
+// buffer.
+func (k *core) lentMsg() (ok bool, flags uint32, tag, data uint64, payload []byte) {
+	ok, m := k.cLook()
+	if !ok {
+		return false, 0, 0, 0, nil
+	}
+	return true, uint32(m.flags), uint64(m.tag), uint64(m.data), unsafe.Slice((*byte)(m.payload), int(m.size))
+}
+
+// The wire constants C reads eager messages with are wire.go's.
+var (
+	_ = [1]struct{}{}[wireVersion-C.LNX_WIRE_VERSION]
+	_ = [1]struct{}{}[kindEager-C.LNX_KIND_EAGER]
+	_ = [1]struct{}{}[hdrEager-C.LNX_HDR_EAGER]
+)
 
 // reads is the number of fi_cq_read calls made on the core CQ so far.
 func (k *core) reads() uint64 { return uint64(k.c.reads) }

@@ -29,7 +29,7 @@ func (t *Transport) Poll(onArrival func(*Arrival) bool, onSendDone func(sendID u
 	if len(t.reposts) != 0 {
 		t.flushReposts()
 	}
-	n := t.k.drain(evMax)
+	n := t.k.next(evMax)
 	t.tick++
 	if n != 0 || t.tick&63 == 0 {
 		t.clock()

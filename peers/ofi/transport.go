@@ -319,13 +319,16 @@ type Transport struct {
 	name     []byte
 	addr     []byte
 	eagerMax uint64
-	inject   int
-	txIOV    int
-	rxIOV    int
-	bufSize  int
-	bounce   unsafe.Pointer // RecvPool * bufSize bytes of C memory
-	scratch  unsafe.Pointer // inject staging, C memory
-	scratchN int
+
+	lendReads uint64 // core CQ reads when the transport was last lent
+	lendPeer  *Peer  // the peer lent with it
+	inject    int
+	txIOV     int
+	rxIOV     int
+	bufSize   int
+	bounce    unsafe.Pointer // RecvPool * bufSize bytes of C memory
+	scratch   unsafe.Pointer // inject staging, C memory
+	scratchN  int
 
 	ops      []op
 	free     []int32
@@ -493,6 +496,7 @@ func newTransport(d *Domain, cfg Config) (*Transport, error) {
 		k.close()
 		return nil, errors.New("ofi: out of C memory for bounce buffers")
 	}
+	t.k.setLend(cfg.RecvPool, t.bufSize, t.eagerMax, t.bounce)
 	t.userMax = cfg.MaxOps - cfg.RecvPool - 64
 	t.ready = make([]int32, 0, cfg.RecvPool)
 	for i := cfg.MaxOps - 1; i >= cfg.RecvPool; i-- {
@@ -631,7 +635,7 @@ func (t *Transport) Close() error {
 	deadline := t.now + int64(t.cfg.CloseTimeout)
 	flush := t.now + int64(5*time.Millisecond) // lets the goodbyes leave
 	for {
-		n := t.k.drain(evMax)
+		n := t.k.next(evMax)
 		for i := 0; i < n; i++ {
 			idx, sub, _, _, _, _ := t.k.ev(i)
 			if int(idx) < len(t.ops) && sub < 2 {

@@ -1,0 +1,43 @@
+/*
+ * A transport lent to C (tp_lend.go): while lnx has an armed receive, the
+ * C side of fi_cq_read may read the transport's core CQ itself and take
+ * one eager message of one peer, so that neither the idle polls nor that
+ * message enter Go. capi calls these; peers/ofi defines them (tp_c.go).
+ * The caller serializes the calls with Go's taking the transport back
+ * (lnx's arm lock).
+ */
+#ifndef LNX_TP_LEND_H
+#define LNX_TP_LEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* An eager message C may take: the lnx header fields and the payload,
+ * which stays in the transport's bounce buffer until lnx_tp_consume. */
+struct lnx_tp_msg {
+	uint32_t flags; /* the sender's lnx header flags */
+	uint32_t pad;
+	uint64_t tag, data, size;
+	const void *payload;
+};
+
+/* Reads the core CQ into the transport's stash unless it holds events
+ * already; returns the number stashed (0: nothing happened), or a
+ * negative fi_errno if the CQ failed (Go reads it again and reports). */
+int lnx_tp_peek(void *tp);
+
+/* Describes the stash if it is exactly one eager message of the lent
+ * peer, next in that peer's order, and C has taken none yet: 1, else 0. */
+int lnx_tp_look(void *tp, struct lnx_tp_msg *m);
+
+/* Takes the message lnx_tp_look described; Go accounts for it (sequence,
+ * credits, bounce buffer) when it takes the transport back. */
+void lnx_tp_consume(void *tp);
+
+/* Sends an eager message of len bytes (flags, tag and data as in lnx's
+ * header) to the lent peer with fi_inject, if it may: 0 when sent, -1
+ * when Go must send it (not allowed, too large, no credits, or the core
+ * refused). */
+int lnx_tp_send_eager(void *tp, uint32_t flags, uint64_t tag, uint64_t data, const void *buf, size_t len);
+
+#endif

@@ -1,0 +1,81 @@
+package ofi
+
+import "unsafe"
+
+// Lending the transport to C. lnx's armed receive (lnx/arm.go) lets the C
+// side of fi_cq_read complete a message without entering Go; with a
+// network core in use, the same holds for the transport: while lent, C
+// reads the core CQ itself (lnx_tp_peek, lnx_tp_lend.h) and keeps what it
+// read in a stash that the next Poll starts from, and it may take one
+// eager message of one peer, the next in that peer's order, when it
+// matches the armed receive (lnx_tp_look, lnx_tp_consume). Reclaim then
+// does for that message what Poll would have: the peer's sequence number,
+// the credits it carried, the credit it earns its sender and the bounce
+// buffer's repost. Everything else C read (other kinds, other peers,
+// completions of our own operations, a second message) waits in the stash
+// for Poll, in core CQ order.
+//
+// Lend and Reclaim bracket the lending; the caller keeps C from using the
+// transport outside them and Go from using it inside them.
+
+// Lend prepares the transport for C and returns the pointer C is given
+// (the transport's C state). C may take the next eager message of p and
+// send small eager messages to p (nil: C only reads the CQ). It reports
+// false, lending nothing, while Go has work of its own pending
+// (deliveries, retries, completions to report), which only Poll does.
+func (t *Transport) Lend(p *Peer) (unsafe.Pointer, bool) {
+	if len(t.reposts) != 0 {
+		t.flushReposts()
+	}
+	if t.closed || t.readyHd < len(t.ready) || len(t.retry) != 0 || len(t.deferred) != 0 ||
+		len(t.creditQ) != 0 || len(t.sendDone) != 0 || len(t.pullDone) != 0 || t.k.stashed() {
+		return nil, false
+	}
+	t.lendReads = t.k.reads()
+	t.lendPeer = nil
+	s := lendState{}
+	if p != nil && p.t == t && !p.dead && len(p.parked) == 0 {
+		t.lendPeer = p
+		s = lendState{peer: p.id, rxSeq: p.rxSeq, owe: t.cfg.Credits != 0,
+			txOn: p.hasAddr && !p.stalled, txSeq: p.txSeq, window: uint32(p.window), credits: p.credits,
+			owed: p.owed, txAddr: p.fiAddr, id: t.id}
+	}
+	t.k.lend(&s)
+	return unsafe.Pointer(t.k.c), true
+}
+
+// Reclaim takes the transport back after Lend, once C has stopped using
+// it: it does for the message C took, and the ones C sent, what Poll and
+// Send would have. took reports that C took a message, active that C
+// took or sent one or events wait for Poll, and reads how many times C
+// read the core CQ.
+func (t *Transport) Reclaim() (active bool, reads uint64) {
+	var s lendState
+	t.k.lent(&s)
+	p := t.lendPeer
+	t.lendPeer = nil
+	if s.took {
+		t.ops[s.tookOp].pending &^= 1
+		t.repost(s.tookOp)
+		t.stats.Arrivals++
+	}
+	if p != nil {
+		p.rxSeq, p.txSeq, p.owed = s.rxSeq, s.txSeq, s.owed
+		if p.window != 0 {
+			p.credits = s.credits
+		}
+		if s.sent != 0 {
+			p.eagainSince = 0
+			p.active = true
+			t.stats.Injected += uint64(s.sent)
+		}
+		if s.took {
+			t.heard(p)
+			t.gotCredits(p, 0) // C added what the message returned
+			if t.cfg.Credits != 0 && p.owed >= uint32(max(1, t.cfg.Credits/2)) {
+				t.returnCredits(p)
+			}
+		}
+	}
+	return s.took || s.sent != 0 || t.k.stashed(), t.k.reads() - t.lendReads
+}
