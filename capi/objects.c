@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include "lnx_capi.h"
 #include "lnx_ops.h"
+#include "lnx_tp_lend.h"
 #include "_cgo_export.h"
 
 #define LNX_H(type, fidp) (((struct type *)(void *)(fidp))->h)
@@ -438,6 +439,58 @@ static inline void lnx_cring_put(struct lnx_cring *cr, void *ctx, void *buf, uin
  * ...msg variants, several buffers, completion ring full) is declined and
  * goes to Go, which also reports every error.
  */
+/*
+ * lnx_fast_send_net sends to the network peer of a lent transport (struct
+ * lnx_arm's net and net_src): a message small enough for the core's
+ * fi_inject goes from C, with the peer's sequence number and credits that
+ * Go lent with the transport. The arm lock keeps Go (taking the transport
+ * back) and C readers out; if another thread holds it, Go sends.
+ */
+static ssize_t lnx_fast_send_net(struct lnx_fast *f, const struct iovec *iov, size_t count,
+				 fi_addr_t dest, uint64_t tag, uint64_t data, void *ctx, int kind)
+{
+	struct lnx_arm *a = &f->arm;
+	if (!__atomic_load_n(&a->lent, __ATOMIC_RELAXED) || !__atomic_load_n(&a->net, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&a->net_src, __ATOMIC_RELAXED) != dest)
+		return LNX_FAST_DECLINED;
+	size_t len = count ? iov[0].iov_len : 0;
+	const void *buf = count ? iov[0].iov_base : NULL;
+	uint64_t txf = __atomic_load_n(&f->tx_flags, __ATOMIC_RELAXED);
+	if ((len && !buf) || (((kind & LNX_OP_INJECT) || (txf & FI_INJECT)) && len > f->inject_size))
+		return LNX_FAST_DECLINED;
+	int want_cq = !(kind & LNX_OP_INJECT) && (!f->tx_sel || (txf & FI_COMPLETION));
+	struct lnx_cring *cr = __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE);
+	if (want_cq) {
+		if (!cr)
+			return LNX_FAST_DECLINED;
+		lnx_spin_lock(&cr->lock);
+		if (cr->tail - cr->head >= LNX_CRING) {
+			lnx_spin_unlock(&cr->lock);
+			return LNX_FAST_DECLINED;
+		}
+	}
+	ssize_t ret = LNX_FAST_DECLINED;
+	if (!__atomic_exchange_n(&a->lock, 1, __ATOMIC_ACQUIRE)) {
+		if (__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) && a->net && a->net_src == dest) {
+			uint32_t hflags = (kind & LNX_OP_TAGGED) ? LNX_HDR_TAGGED : 0;
+			if ((kind & LNX_OP_DATA) || (txf & FI_REMOTE_CQ_DATA))
+				hflags |= LNX_HDR_DATA;
+			else
+				data = 0;
+			if (lnx_tp_send_eager((void *)a->net, hflags, tag, data, buf, len) == 0)
+				ret = 0;
+		}
+		__atomic_store_n(&a->lock, 0, __ATOMIC_RELEASE);
+	}
+	if (want_cq) {
+		if (ret == 0)
+			lnx_cring_put(cr, ctx, NULL, FI_SEND | ((kind & LNX_OP_TAGGED) ? FI_TAGGED : FI_MSG), 0, 0, 0,
+				      FI_ADDR_NOTAVAIL);
+		lnx_spin_unlock(&cr->lock);
+	}
+	return ret;
+}
+
 static ssize_t lnx_fast_send(struct lnx_fast *f, const struct iovec *iov, size_t count,
 			     fi_addr_t dest, uint64_t tag, uint64_t data, void *ctx, int kind)
 {
@@ -446,7 +499,7 @@ static ssize_t lnx_fast_send(struct lnx_fast *f, const struct iovec *iov, size_t
 		return LNX_FAST_DECLINED;
 	struct lnx_txslot *s = (struct lnx_txslot *)__atomic_load_n(&f->peer[dest], __ATOMIC_ACQUIRE);
 	if (!s)
-		return LNX_FAST_DECLINED;
+		return lnx_fast_send_net(f, iov, count, dest, tag, data, ctx, kind);
 	size_t len = count ? iov[0].iov_len : 0;
 	const void *buf = count ? iov[0].iov_base : NULL;
 	uint64_t txf = __atomic_load_n(&f->tx_flags, __ATOMIC_RELAXED);
@@ -818,8 +871,44 @@ static ssize_t lnx_cring_read(struct lnx_cring *r, void *buf, size_t count, fi_a
  * armed, another kind, a mismatch, a truncation, a full completion ring)
  * or Go is taking the rings back. The checks mirror lnx.Endpoint.arrive
  * and complete for the one case they cover: an eager message whose only
- * possible receive is the armed one.
+ * possible receive is the armed one. With a lent transport, the shm rings
+ * come first (as in Go's progress), then the network core's CQ.
  */
+/* lnx_arm_take's network part (a->lock held): read the lent transport's
+ * core CQ; what C cannot complete stays stashed for Go. */
+static int lnx_arm_take_net(struct lnx_arm *a)
+{
+	void *t = (void *)a->net;
+	int n = lnx_tp_peek(t);
+	if (n == 0)
+		return 0;
+	struct lnx_tp_msg m;
+	if (n != 1 || !a->on || !lnx_tp_look(t, &m))
+		return LNX_ARM_GO;
+	if (m.flags & ~(uint32_t)(LNX_HDR_TAGGED | LNX_HDR_DATA) || m.size > a->len)
+		return LNX_ARM_GO;
+	int tagged = (m.flags & LNX_HDR_TAGGED) != 0;
+	if (tagged != (int)a->tagged || (tagged && ((m.tag ^ a->tag) & ~a->ignore)))
+		return LNX_ARM_GO;
+	if (a->src != FI_ADDR_UNSPEC && a->src != a->net_src)
+		return LNX_ARM_GO;
+	struct lnx_cring *cr = a->cring;
+	lnx_spin_lock(&cr->lock);
+	if (cr->tail - cr->head >= LNX_CRING) {
+		lnx_spin_unlock(&cr->lock);
+		return LNX_ARM_GO;
+	}
+	if (m.size)
+		memcpy(a->buf, m.payload, m.size);
+	lnx_tp_consume(t);
+	__atomic_store_n(&a->on, 0, __ATOMIC_RELEASE);
+	int data = (m.flags & LNX_HDR_DATA) != 0;
+	lnx_cring_put(cr, a->ctx, a->buf, FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (data ? FI_REMOTE_CQ_DATA : 0),
+		      m.size, data ? m.data : 0, tagged ? m.tag : 0, a->net_src);
+	lnx_spin_unlock(&cr->lock);
+	return 1;
+}
+
 static int lnx_arm_take(struct lnx_gate *g)
 {
 	if (!__atomic_load_n(&g->arm, __ATOMIC_RELAXED))
@@ -872,6 +961,8 @@ static int lnx_arm_take(struct lnx_gate *g)
 		lnx_spin_unlock(&cr->lock);
 		ret = 1;
 	}
+	if (ret == 0 && a->net)
+		ret = lnx_arm_take_net(a);
 out:
 	__atomic_store_n(&a->lock, 0, __ATOMIC_RELEASE);
 done:

@@ -5,6 +5,8 @@ import (
 	"unsafe"
 
 	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/peers"
+	"github.com/lnx-go/lnx-go/peers/ofi"
 	"github.com/lnx-go/lnx-go/shm"
 )
 
@@ -40,6 +42,8 @@ type armMem struct {
 	tag    uint64
 	ignore uint64
 	cring  uintptr // C's: the receive CQ's completion ring
+	net    uintptr // the lent transport's C state (ofi.Transport.Lend), or 0
+	netSrc uint64  // fi_addr of the peer C may take a network message of
 	r      [ArmRings]armRing
 }
 
@@ -75,7 +79,7 @@ const EnvArmRecv = "FI_LNX_ARM_RECV"
 // in C may also arm one: what C's completion leaves out (a receive
 // counter, default receive flags, statistics) must not be needed.
 func (e *Endpoint) armable() bool {
-	return e.shm != nil && e.cntrs[fi.RECV] == nil && e.rxFlags == 0 && !envBool(EnvDumpStats) &&
+	return (e.shm != nil || len(e.nets) == 1) && e.cntrs[fi.RECV] == nil && e.rxFlags == 0 && !envBool(EnvDumpStats) &&
 		!envOff(EnvArmRecv)
 }
 
@@ -106,23 +110,36 @@ func (e *Endpoint) arm() bool {
 	if !quiet {
 		return false
 	}
-	var views [ArmRings]shm.RingView
-	n, ok := e.shm.Lend(views[:])
-	if !ok {
-		return false
-	}
 	a := &e.fast.arm
-	for i, v := range views[:n] {
-		src := e.shmSource(v.Src)
-		if src == fi.ADDR_NOTAVAIL {
-			// A sender not in the AV: Go reports it as such; keep it there.
-			e.shm.Resync(nil)
+	n := 0
+	if e.shm != nil {
+		var views [ArmRings]shm.RingView
+		var ok bool
+		if n, ok = e.shm.Lend(views[:]); !ok {
 			return false
 		}
-		a.r[i] = armRing{ring: uintptr(v.Ring), mask: v.Mask, size: v.Size, salt: v.Salt, eagerMax: v.EagerMax,
-			head: v.Head, fwdHead: uintptr(unsafe.Pointer(v.FwdHead)), src: src}
+		for i, v := range views[:n] {
+			src := e.shmSource(v.Src)
+			if src == fi.ADDR_NOTAVAIL {
+				// A sender not in the AV: Go reports it as such; keep it there.
+				e.shm.Resync(nil)
+				return false
+			}
+			a.r[i] = armRing{ring: uintptr(v.Ring), mask: v.Mask, size: v.Size, salt: v.Salt, eagerMax: v.EagerMax,
+				head: v.Head, fwdHead: uintptr(unsafe.Pointer(v.FwdHead)), src: src}
+		}
 	}
 	a.nrings = uint32(n)
+	a.net, a.netSrc = 0, fi.ADDR_NOTAVAIL
+	if e.netHotNow() {
+		// The network core must be read on every poll: C reads it.
+		if !e.lendNet(a, r.rec.Src) {
+			if e.shm != nil {
+				e.shm.Resync(nil)
+			}
+			return false
+		}
+	}
 	// recvLocked already made the source AddrUnspec without
 	// FI_DIRECTED_RECV, so C compares it as posted.
 	a.tagged = 0
@@ -169,8 +186,15 @@ func (e *Endpoint) disarm() {
 	for i := 0; i < n; i++ {
 		heads[i] = a.r[i].head
 	}
+	net := a.net
+	a.net = 0
 	atomic.StoreUint32(&a.lock, 0)
-	e.shm.Resync(heads[:n])
+	if e.shm != nil {
+		e.shm.Resync(heads[:n])
+	}
+	if net != 0 {
+		e.reclaimNet()
+	}
 	if taken {
 		r.rec.Queue().Unpost(&r.rec)
 		e.putRecv(r)
@@ -187,5 +211,47 @@ func (e *Endpoint) unhookArm() {
 	m := e.rxCQ.gate.m
 	if atomic.LoadUintptr(&m.arm) == uintptr(unsafe.Pointer(&e.fast.arm)) {
 		atomic.StoreUintptr(&m.arm, 0)
+	}
+}
+
+// netHotNow reports whether progress polls the network cores on every
+// call (recent network activity; see progressLocked).
+func (e *Endpoint) netHotNow() bool { return len(e.nets) > 0 && e.netHot > 0 }
+
+// lendNet lends the endpoint's network transport to C with the arm a
+// (e.mu held): C reads its core CQ, and may complete the armed receive
+// with the next eager message of the one network peer it can come from:
+// the posted source, or for any source the last network sender. With
+// several network cores (multi-rail), Go keeps polling them itself.
+func (e *Endpoint) lendNet(a *armMem, src uint64) bool {
+	if len(e.nets) != 1 {
+		return false
+	}
+	var p *ofi.Peer
+	if src == peers.AddrUnspec && e.lastNet != nil {
+		src = e.av.byNetID(e.lastNet.ID())
+	}
+	if rt := e.routes[src]; rt != nil && rt.kind == kindNet && len(rt.rails) < 2 && rt.ti == 0 {
+		p = rt.net
+	}
+	ptr, ok := e.nets[0].Lend(p)
+	if !ok {
+		return false
+	}
+	a.net = uintptr(ptr)
+	if p != nil {
+		a.netSrc = src
+	}
+	return true
+}
+
+// reclaimNet takes the network transport back from C (e.mu held): what C
+// took or read counts as network activity, and C's reads of the core as
+// polls.
+func (e *Endpoint) reclaimNet() {
+	active, reads := e.nets[0].Reclaim()
+	e.netHot -= int(min(reads, uint64(e.netHot)))
+	if active {
+		e.netBusy()
 	}
 }

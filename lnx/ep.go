@@ -88,6 +88,7 @@ type Endpoint struct {
 	canArm   bool
 	armed    *recvCtx
 	lastPost *recvCtx
+	lastNet  *ofi.Peer // the last network sender (nil: unknown), for lendNet
 
 	srcCache struct{ id, gen, addr uint64 } // shmSource's last answer
 }

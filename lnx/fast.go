@@ -106,7 +106,7 @@ func (e *Endpoint) refreshFast() {
 	if f == nil {
 		return
 	}
-	on := e.enabled && e.shm != nil && !e.hmemOn && e.txCQ != nil && e.cntrs[fi.SEND] == nil &&
+	on := e.enabled && (e.shm != nil || len(e.nets) > 0) && !e.hmemOn && e.txCQ != nil && e.cntrs[fi.SEND] == nil &&
 		!envBool(EnvDumpStats) && !envOff(EnvFastSend)
 	atomic.StoreUint64(&f.txFlags, e.txFlags)
 	atomic.StoreUint64(&f.injectSize, e.injectSize())

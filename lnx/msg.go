@@ -575,18 +575,26 @@ func (e *Endpoint) progressWatch(w *watchSet) {
 		return
 	}
 	w.net = w.net || len(e.nets) > 0
-	if e.needsPoll() {
+	if e.needsLocalPoll() {
 		w.busy = true
 		return
 	}
 	if e.arm() {
-		// C watches the rings; a new ring still shows in the claim word.
+		// C watches the rings (and a busy network core); a new ring still
+		// shows in the claim word.
+		if e.shm == nil {
+			return
+		}
 		if w.n == len(w.words) {
 			w.busy = true
 			return
 		}
 		w.words[w.n] = e.shm.ClaimWord()
 		w.n++
+		return
+	}
+	if e.netHotNow() {
+		w.busy = true
 		return
 	}
 	if e.shm != nil {
@@ -600,8 +608,14 @@ func (e *Endpoint) progressWatch(w *watchSet) {
 // network traffic in flight, rendezvous and IPC sends awaiting their
 // acknowledgement, acknowledgements to send, pulls, shm sends to reap.
 func (e *Endpoint) needsPoll() bool {
+	return e.needsLocalPoll() || e.netHotNow()
+}
+
+// needsLocalPoll is needsPoll but for a busy network core, which C can
+// read for Go while a receive is armed (arm.go).
+func (e *Endpoint) needsLocalPoll() bool {
 	return len(e.acks) > 0 || e.ipcSends > 0 || len(e.sends) > 0 || len(e.pulls) > 0 ||
-		len(e.nets) > 0 && e.netHot > 0 || e.shm != nil && !e.shm.Quiet()
+		e.shm != nil && !e.shm.Quiet()
 }
 
 // kickIfBusy tells the CQs' gates, after an operation, that progress has
@@ -714,6 +728,7 @@ func (e *Endpoint) netArrival(t *ofi.Transport, ti int) func(*ofi.Arrival) bool 
 		if a.Rndv != nil {
 			rv = rndv{net: a.Rndv, t: t, ti: ti}
 		}
+		e.lastNet = a.Peer
 		if a.Hdr.Flags&hdrSeq != 0 {
 			return e.arriveSeq(e.av.byNetID(a.Src), msgHdr(a.Hdr), a.Size, a.Eager, rv)
 		}

@@ -129,6 +129,9 @@ struct lnx_rxq_entry {
  * that the receive takes is copied, consumed and completed in C without
  * entering Go. Anything else on a ring (another kind, a mismatch, a
  * truncation) sends the read to Go, which takes the rings back first.
+ * While a network core is busy Go may lend its transport too (net,
+ * peers/ofi/lnx_tp_lend.h): C then reads that core's CQ and takes an eager
+ * message of the peer net_src names the same way.
  */
 #define LNX_ARM_RINGS 8
 struct lnx_arm_ring {
@@ -149,6 +152,8 @@ struct lnx_arm {
 	void *ctx;
 	uint64_t src, tag, ignore; /* as posted: src is FI_ADDR_UNSPEC for any */
 	struct lnx_cring *cring; /* C: the receive CQ's completion ring */
+	uintptr_t net;    /* Go: the lent transport (void * for lnx_tp_peek), or 0 */
+	uint64_t net_src; /* Go: fi_addr of the peer C may take a message of */
 	struct lnx_arm_ring r[LNX_ARM_RINGS];
 };
 struct lnx_fast {

@@ -35,8 +35,9 @@ static size_t entry_size(enum fi_cq_format f)
 }
 
 /* Reads one entry of the CQ's format into a tagged entry (fields the format
- * lacks are left 0); returns 1, or 0 on timeout. */
-static int read_one(struct fid_cq *cq, struct fi_cq_tagged_entry *out, int ms)
+ * lacks are left 0), with fi_cq_readfrom into *src when src is given;
+ * returns 1, or 0 on timeout. */
+static int read_one_from(struct fid_cq *cq, struct fi_cq_tagged_entry *out, int ms, fi_addr_t *src)
 {
 	union {
 		struct fi_cq_entry c;
@@ -48,7 +49,7 @@ static int read_one(struct fid_cq *cq, struct fi_cq_tagged_entry *out, int ms)
 	memset(out, 0, sizeof(*out));
 	for (;;) {
 		memset(&e, 0xee, sizeof(e)); /* fields the format lacks must stay untouched */
-		ssize_t r = fi_cq_read(cq, &e, 1);
+		ssize_t r = src ? fi_cq_readfrom(cq, &e, 1, src) : fi_cq_read(cq, &e, 1);
 		if (r == 1)
 			break;
 		if (r == -FI_EAVAIL) {
@@ -77,6 +78,11 @@ static int read_one(struct fid_cq *cq, struct fi_cq_tagged_entry *out, int ms)
 		return 1;
 	out->tag = e.t.tag;
 	return 1;
+}
+
+static int read_one(struct fid_cq *cq, struct fi_cq_tagged_entry *out, int ms)
+{
+	return read_one_from(cq, out, ms, NULL);
 }
 
 static size_t len_of(int i) { return i % 6 == 5 ? 256 * 1024 : i % 3 == 2 ? 4096 : 16; }
@@ -158,13 +164,21 @@ static void check_recv(const struct fi_cq_tagged_entry *e, size_t len, const voi
 
 /*
  * A ping-pong with one receive posted at a time: the case in which lnx
- * lends the receive and its shm rings to its C layer (armed receive), so
- * that receive completions, too, are written by C. Sizes cross the shm
- * eager limit (4 KiB) so that some go through Go; every third message
- * carries CQ data.
+ * lends the receive and its shm rings, or its network transport, to its C
+ * layer (armed receive), so that receive completions, too, are written by
+ * C, and sends to that peer. Sizes cross the shm eager limit (4 KiB) and
+ * the network core's inject limit (24 bytes of payload over tcp;ofi_rxm)
+ * so that some go through Go; every third message carries CQ data; every
+ * fourth round's receive is for any source (its completion must name the
+ * sender). The rounds outnumber the network transport's credit window
+ * several times over, in both directions, so credits must flow back.
  */
-#define PP_ROUNDS 60
-static size_t pp_len(int i) { static const size_t l[] = { 0, 1, 64, 4096, 5000, 100 }; return l[i % 6]; }
+#define PP_ROUNDS 400
+static size_t pp_len(int i)
+{
+	static const size_t l[] = { 0, 1, 24, 64, 4096, 25, 5000, 100 };
+	return l[i % 8];
+}
 
 static void pingpong(struct peer *p, void *arg)
 {
@@ -178,11 +192,15 @@ static void pingpong(struct peer *p, void *arg)
 		size_t len = pp_len(i);
 		uint64_t tag = 0x700 + i, data = 0xda7a0000 + i;
 		if (!mine) {
+			int any = (i / 2) % 4 == 3;
 			memset(rb, 0xee, max + GUARD_LEN);
-			POST(p->l.cq, fi_trecv(p->l.ep, rb, max, NULL, d, tag, 0, &rc));
+			POST(p->l.cq, fi_trecv(p->l.ep, rb, max, NULL, any ? FI_ADDR_UNSPEC : d, tag, 0, &rc));
 			struct fi_cq_tagged_entry e;
-			if (!read_one(p->l.cq, &e, WAIT_MS))
+			fi_addr_t src = FI_ADDR_NOTAVAIL;
+			if (!read_one_from(p->l.cq, &e, WAIT_MS, any ? &src : NULL))
 				FAIL("format %d: round %d: no receive completion", g_fmt, i);
+			EXPECT(!any || src == d, "format %d: round %d: any-source receive from %llu, want %llu", g_fmt,
+			       i, (unsigned long long)src, (unsigned long long)d);
 			EXPECT(e.op_context == &rc, "format %d: round %d: receive context %p", g_fmt, i, e.op_context);
 			EXPECT(check_pattern(rb, len, 5000 + i) < 0, "format %d: round %d: payload", g_fmt, i);
 			for (size_t k = len; k < max + GUARD_LEN; k++)
