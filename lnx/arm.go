@@ -13,18 +13,23 @@ import (
 // An armed receive lets C complete a message without entering Go. The
 // queue of receives (fast.go) took the call into Go off the posting side;
 // this takes it off the arriving side, for the case a ping-pong lives in:
-// the endpoint has one posted receive, nothing unexpected, and no network
-// traffic in flight (a quiet network core is still polled on Go's clock:
-// C lets a read into Go every gateSkipNet idle answers, and Go polls shm
-// before the network in any case, so cross-core arrival order is what it
-// was). Go then lends C its inbound rings and that receive
-// (struct lnx_arm), and fi_cq_read checks the rings in C: an eager record
-// the receive takes is copied, consumed and completed there. Anything
-// else (another record, a second message, a mismatch) makes the read
-// enter Go, and every entry into Go for the endpoint takes the rings back
-// first (disarm), so Go's view of the rings and queues is whole whenever
-// it runs. Go arms again at the end of a progress call when the case
-// holds.
+// the endpoint has one posted receive, nothing unexpected, and no
+// operation of its own in flight. Go then lends C its inbound rings and
+// that receive (struct lnx_arm), and fi_cq_read checks the rings in C: an
+// eager record the receive takes is copied, consumed and completed there.
+// Anything else (another record, a second message, a mismatch) makes the
+// read enter Go, and every entry into Go for the endpoint takes the rings
+// back first (disarm), so Go's view of the rings and queues is whole
+// whenever it runs. Go arms again at the end of a progress call when the
+// case holds.
+//
+// A quiet network core is still polled on Go's clock (C lets a read into
+// Go every gateSkipNet idle answers). A busy one, which progress would
+// poll on every call, is lent too (lendNet, ofi.Transport.Lend): C reads
+// its CQ after the rings (the order Go polls them in), completes the
+// receive with the next eager message of one peer, and sends that peer
+// its smallest messages (fast send); what C read and did not take waits
+// for Go's next Poll.
 //
 // armMem mirrors struct lnx_arm (capi/include/lnx_capi.h; capi's tests
 // compare the layouts); pointers are stored as uintptr (see gateMem).
