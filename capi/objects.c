@@ -573,6 +573,45 @@ static ssize_t do_send(struct fid_ep *ep, const struct iovec *iov, void **desc, 
  * come only from the ...msg flags and bad buffers, which go to Go); a full
  * queue goes to Go too, which takes the queue first, so order holds.
  */
+/*
+ * lnx_rearm arms a receive in place of the one C completed (struct
+ * lnx_arm's rearm): only while the rings are lent, nothing is armed and
+ * no receive is queued, so the new one is the oldest outstanding. Go posts
+ * it to its own queue when it takes the rings back, if it is still
+ * pending then. Returns 1 when armed.
+ */
+static int lnx_rearm(struct lnx_fast *f, const struct iovec *iov, void **desc, size_t count,
+		     fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx, int kind)
+{
+	struct lnx_arm *a = &f->arm;
+	if (!__atomic_load_n(&a->rearm, __ATOMIC_RELAXED) || !__atomic_load_n(&a->lent, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&a->on, __ATOMIC_RELAXED))
+		return 0;
+	if (__atomic_exchange_n(&a->lock, 1, __ATOMIC_ACQUIRE))
+		return 0;
+	int ok = 0;
+	lnx_spin_lock(&f->rxq_lock);
+	if (__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) && a->rearm && !a->on &&
+	    __atomic_load_n(&f->rx_on, __ATOMIC_ACQUIRE) &&
+	    f->rxq_tail == __atomic_load_n(&f->rxq_head, __ATOMIC_ACQUIRE)) {
+		int tagged = (kind & LNX_OP_TAGGED) != 0;
+		a->buf = count ? iov[0].iov_base : NULL;
+		a->len = count ? iov[0].iov_len : 0;
+		a->desc = count && desc ? (uintptr_t)desc[0] : 0;
+		a->ctx = ctx;
+		a->src = a->directed ? src : FI_ADDR_UNSPEC;
+		a->tag = tag;
+		a->ignore = tagged ? ignore : ~(uint64_t)0;
+		a->tagged = tagged;
+		a->c_armed = 1;
+		__atomic_store_n(&a->on, 1, __ATOMIC_RELEASE);
+		ok = 1;
+	}
+	lnx_spin_unlock(&f->rxq_lock);
+	__atomic_store_n(&a->lock, 0, __ATOMIC_RELEASE);
+	return ok;
+}
+
 static ssize_t lnx_fast_recv(struct lnx_fast *f, const struct iovec *iov, void **desc, size_t count,
 			     fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx, int kind)
 {
@@ -581,6 +620,8 @@ static ssize_t lnx_fast_recv(struct lnx_fast *f, const struct iovec *iov, void *
 	struct lnx_gate *g = __atomic_load_n(&f->rx_gate, __ATOMIC_ACQUIRE);
 	if (!g || (count && iov[0].iov_len && !iov[0].iov_base))
 		return LNX_FAST_DECLINED;
+	if (lnx_rearm(f, iov, desc, count, src, tag, ignore, ctx, kind))
+		return 0;
 	ssize_t ret = LNX_FAST_DECLINED;
 	lnx_spin_lock(&f->rxq_lock);
 	uint64_t t = f->rxq_tail;
@@ -901,6 +942,8 @@ static int lnx_arm_take_net(struct lnx_arm *a)
 	if (m.size)
 		memcpy(a->buf, m.payload, m.size);
 	lnx_tp_consume(t);
+	if (!a->c_armed)
+		a->go_done = 1;
 	__atomic_store_n(&a->on, 0, __ATOMIC_RELEASE);
 	int data = (m.flags & LNX_HDR_DATA) != 0;
 	lnx_cring_put(cr, a->ctx, a->buf, FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (data ? FI_REMOTE_CQ_DATA : 0),
@@ -954,7 +997,9 @@ static int lnx_arm_take(struct lnx_gate *g)
 			memcpy(a->buf, (const char *)rec + LNX_REC_HDR, size);
 		r->head += need;
 		__atomic_store_n((uint64_t *)r->fwd_head, r->head, __ATOMIC_RELEASE);
-		__atomic_store_n(&a->on, 0, __ATOMIC_RELEASE);
+		if (!a->c_armed)
+		a->go_done = 1;
+	__atomic_store_n(&a->on, 0, __ATOMIC_RELEASE);
 		int data = (hflags & LNX_HDR_DATA) != 0;
 		lnx_cring_put(cr, a->ctx, a->buf, FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (data ? FI_REMOTE_CQ_DATA : 0),
 			      size, data ? rec->data : 0, rec->tag, r->src);

@@ -49,7 +49,13 @@ type armMem struct {
 	cring  uintptr // C's: the receive CQ's completion ring
 	net    uintptr // the lent transport's C state (ofi.Transport.Lend), or 0
 	netSrc uint64  // fi_addr of the peer C may take a network message of
-	r      [ArmRings]armRing
+
+	rearm    uint32  // C may arm a receive posted after it completed the armed one
+	directed uint32  // receives' sources count (FI_DIRECTED_RECV)
+	cArmed   uint32  // the armed receive is one C posted
+	goDone   uint32  // C completed the receive Go armed
+	desc     uintptr // the C-posted receive's descriptor
+	r        [ArmRings]armRing
 }
 
 type armRing struct {
@@ -77,8 +83,12 @@ const (
 	ArmRingHdOff = unsafe.Offsetof(armRing{}.head)
 )
 
-// EnvArmRecv turns armed receives off when "0".
-const EnvArmRecv = "FI_LNX_ARM_RECV"
+// EnvArmRecv turns armed receives off when "0"; EnvRearm only C's arming
+// of the next receive.
+const (
+	EnvArmRecv = "FI_LNX_ARM_RECV"
+	EnvRearm   = "FI_LNX_REARM_RECV"
+)
 
 // armable tells refreshFast whether an endpoint that may queue receives
 // in C may also arm one: what C's completion leaves out (a receive
@@ -157,6 +167,16 @@ func (e *Endpoint) arm() bool {
 	}
 	a.ctx = uintptr(r.ctx)
 	a.src, a.tag, a.ignore = r.rec.Src, r.rec.Tag, r.rec.Ignore
+	a.cArmed, a.goDone, a.desc = 0, 0, 0
+	// C may arm the next receive itself unless its completion would
+	// depend on flags fi_recv does not carry (selective completion).
+	a.rearm, a.directed = 0, 0
+	if e.canRearm && !e.rxSel {
+		a.rearm = 1
+	}
+	if e.Info.Caps&fi.DIRECTED_RECV != 0 || e.Info.Caps == 0 {
+		a.directed = 1
+	}
 	atomic.StoreUint32(&a.on, 1)
 	atomic.StoreUint32(&a.lent, 1)
 	atomic.StoreUintptr(&q.gate.m.arm, uintptr(unsafe.Pointer(a)))
@@ -184,8 +204,22 @@ func (e *Endpoint) disarm() {
 		// A C reader holds it for one record at most.
 	}
 	atomic.StoreUint32(&a.lent, 0)
-	taken := atomic.LoadUint32(&a.on) == 0
+	// Go's receive is done if C completed it; one C armed in its place
+	// (re-arming) and left pending goes to Go's queue below.
+	taken := a.goDone != 0 || a.cArmed == 0 && atomic.LoadUint32(&a.on) == 0
+	pending := a.cArmed != 0 && atomic.LoadUint32(&a.on) != 0
+	var rearmed queuedRecv
+	if pending {
+		// C memory and the application's pointers, never Go's.
+		rearmed = queuedRecv{buf: *(*unsafe.Pointer)(unsafe.Pointer(&a.buf)), len: a.len, desc: a.desc,
+			ctx: *(*unsafe.Pointer)(unsafe.Pointer(&a.ctx)), src: a.src, tag: a.tag, ignore: a.ignore,
+			kind: QueuedIov}
+		if a.tagged != 0 {
+			rearmed.kind |= QueuedTagged
+		}
+	}
 	atomic.StoreUint32(&a.on, 0)
+	a.cArmed, a.goDone = 0, 0
 	var heads [ArmRings]uint64
 	n := int(a.nrings)
 	for i := 0; i < n; i++ {
@@ -203,6 +237,10 @@ func (e *Endpoint) disarm() {
 	if taken {
 		r.rec.Queue().Unpost(&r.rec)
 		e.putRecv(r)
+	}
+	if pending {
+		// The oldest receive not yet in Go's queue: before any C queued.
+		e.postQueued(&rearmed)
 	}
 }
 

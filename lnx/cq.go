@@ -137,7 +137,7 @@ func (q *CQ) collect(w *watchSet) {
 	q.gate.takeIdle()
 	w.kicks = q.gate.kicks.Load()
 	for _, e := range q.endpoints() {
-		e.progressWatch(w)
+		e.progressWatch(w, q)
 	}
 }
 
@@ -158,7 +158,7 @@ func (q *CQ) Read(out []Completion, timeout int) (int, fi.Errno) {
 		w = new(watchSet) // another thread is reading this CQ
 	}
 	for spins := 0; ; spins++ {
-		w.n, w.busy, w.net = 0, false, false
+		w.n, w.busy, w.net, w.lent = 0, false, false, false
 		q.collect(w)
 		q.mu.Lock()
 		q.gate.publish(w)

@@ -86,9 +86,12 @@ type Endpoint struct {
 	// Armed receives (arm.go): whether the endpoint may arm, the receive
 	// lent to C (nil: the rings are Go's), the last receive posted.
 	canArm   bool
+	canRearm bool // C may arm the next receive itself (FI_LNX_REARM_RECV)
 	armed    *recvCtx
 	lastPost *recvCtx
 	lastNet  *ofi.Peer // the last network sender (nil: unknown), for lendNet
+	// collecting is the CQ whose read is driving progressWatch (e.mu held).
+	collecting *CQ
 
 	srcCache struct{ id, gen, addr uint64 } // shmSource's last answer
 }

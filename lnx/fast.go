@@ -132,6 +132,7 @@ func (e *Endpoint) refreshFast() {
 		atomic.StoreUint32(&f.rxOn, rx)
 	}
 	e.canArm = rx == 1 && e.armable()
+	e.canRearm = e.canArm && !envOff(EnvRearm)
 }
 
 // takeQueued posts the receives C queued, in order (e.mu held). Every
@@ -149,26 +150,33 @@ func (e *Endpoint) takeQueued() {
 	}
 	// One Op, rewritten per entry: only its first buffer and the fields
 	// below are ever set, so nothing else needs clearing.
-	op := &e.queuedOp
 	for i := head; i != tail; i++ {
-		q := &f.rxq[i%FastRecvs]
-		op.Tagged, op.Addr, op.Tag, op.Ignore, op.Ctx = q.kind&QueuedTagged != 0, q.src, q.tag, q.ignore, q.ctx
-		op.N, op.IovBuf[0], op.MRs[0] = 0, Buf{}, nil
-		if q.kind&QueuedIov != 0 {
-			op.N = 1
-			op.IovBuf[0] = Buf{Ptr: q.buf, Len: q.len}
-			if q.desc != 0 && e.mrOf != nil {
-				op.MRs[0] = e.mrOf(q.desc)
-			}
-		}
-		if err := e.recvLocked(op); err != nil {
-			// C queues only what posting accepts; say so if that broke.
-			logging.Warnf(logging.EPData, "queued receive dropped: %v", err)
-		}
+		e.postQueued(&f.rxq[i%FastRecvs])
 	}
 	atomic.StoreUint64(&f.rxHead, tail)
 	if e.rxCQ != nil && e.rxCQ.gate.m != nil {
 		atomic.AddInt32(&e.rxCQ.gate.m.posts, -int32(tail-head))
+	}
+}
+
+// postQueued posts a receive C took (queued, or armed by C) through
+// recvLocked (e.mu held).
+func (e *Endpoint) postQueued(q *queuedRecv) {
+	// One Op, rewritten per entry: only its first buffer and the fields
+	// below are ever set, so nothing else needs clearing.
+	op := &e.queuedOp
+	op.Tagged, op.Addr, op.Tag, op.Ignore, op.Ctx = q.kind&QueuedTagged != 0, q.src, q.tag, q.ignore, q.ctx
+	op.N, op.IovBuf[0], op.MRs[0] = 0, Buf{}, nil
+	if q.kind&QueuedIov != 0 {
+		op.N = 1
+		op.IovBuf[0] = Buf{Ptr: q.buf, Len: q.len}
+		if q.desc != 0 && e.mrOf != nil {
+			op.MRs[0] = e.mrOf(q.desc)
+		}
+	}
+	if err := e.recvLocked(op); err != nil {
+		// C takes only what posting accepts; say so if that broke.
+		logging.Warnf(logging.EPData, "queued receive dropped: %v", err)
 	}
 }
 

@@ -44,8 +44,9 @@ type gateWatch struct {
 const GateWatches = 32
 
 // Idle answers C may give in a row: rarely call Go when only shm words
-// announce work (housekeeping is time based), more often with a network
-// core, which Go polls on a clock (netQuietGap).
+// announce work (housekeeping is time based) or C polls the network core
+// itself, more often with a network core Go polls on a clock
+// (netQuietGap).
 const (
 	gateSkipShm = 256
 	gateSkipNet = 64
@@ -81,6 +82,7 @@ type watchSet struct {
 	n     int
 	busy  bool // some endpoint needs Go on every read
 	net   bool // some endpoint has a network core
+	lent  bool // ... which C polls itself (arm.go's lendNet)
 	kicks uint32
 	words [GateWatches]shm.Word
 }
@@ -150,7 +152,7 @@ func (g *gate) publish(w *watchSet) {
 	}
 	storeRelease32(&m.n, uint32(w.n))
 	skip := uint32(gateSkipShm)
-	if w.net {
+	if w.net && !w.lent {
 		skip = gateSkipNet
 	}
 	storeRelease32(&m.skipMax, skip)

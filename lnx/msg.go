@@ -567,9 +567,14 @@ func (e *Endpoint) progress() {
 
 // progressWatch is progress for a CQ read that C's gate let through; it
 // adds to w what C may watch until the next one.
-func (e *Endpoint) progressWatch(w *watchSet) {
-	e.lock()
-	defer e.mu.Unlock()
+func (e *Endpoint) progressWatch(w *watchSet, q *CQ) {
+	e.mu.Lock()
+	e.collecting = q
+	defer func() {
+		e.collecting = nil
+		e.mu.Unlock()
+	}()
+	e.disarm()
 	e.progressLocked()
 	if !e.enabled || w.busy {
 		return
@@ -582,6 +587,7 @@ func (e *Endpoint) progressWatch(w *watchSet) {
 	if e.arm() {
 		// C watches the rings (and a busy network core); a new ring still
 		// shows in the claim word.
+		w.lent = w.lent || e.fast.arm.net != 0
 		if e.shm == nil {
 			return
 		}
@@ -626,8 +632,13 @@ func (e *Endpoint) kickIfBusy() {
 	}
 }
 
-// kick makes the next read of the endpoint's CQs enter Go.
+// kick makes the next read of the endpoint's CQs enter Go. Progress for
+// a read of the endpoint's only CQ needs none: it decides what C may
+// watch after everything it did (progressWatch).
 func (e *Endpoint) kick() {
+	if c := e.collecting; c != nil && c == e.txCQ && c == e.rxCQ {
+		return
+	}
 	if e.txCQ != nil {
 		e.txCQ.gate.kick()
 	}

@@ -154,6 +154,14 @@ struct lnx_arm {
 	struct lnx_cring *cring; /* C: the receive CQ's completion ring */
 	uintptr_t net;    /* Go: the lent transport (void * for lnx_tp_peek), or 0 */
 	uint64_t net_src; /* Go: fi_addr of the peer C may take a message of */
+	/* Re-arming: once C completed the armed receive, a receive posted
+	 * while nothing is queued may take its place at once (fi_recv and
+	 * fi_trecv of one host buffer), so that a ping-pong never enters Go. */
+	uint32_t rearm;    /* Go: C may re-arm */
+	uint32_t directed; /* Go: the endpoint honours a receive's source */
+	uint32_t c_armed;  /* C: the receive armed is one C posted */
+	uint32_t go_done;  /* C: C completed the receive Go armed */
+	uintptr_t desc;    /* C: the C-posted receive's descriptor (lnx MR handle or 0) */
 	struct lnx_arm_ring r[LNX_ARM_RINGS];
 };
 struct lnx_fast {

@@ -27,7 +27,9 @@ struct lnx_tp_msg {
 int lnx_tp_peek(void *tp);
 
 /* Describes the stash if it is exactly one eager message of the lent
- * peer, next in that peer's order, and C has taken none yet: 1, else 0. */
+ * peer, next in that peer's order, and C may take one more (it takes a
+ * bounded number per lending, and none that would make Go owe the sender
+ * a credit message): 1, else 0. */
 int lnx_tp_look(void *tp, struct lnx_tp_msg *m);
 
 /* Takes the message lnx_tp_look described; Go accounts for it (sequence,

@@ -27,6 +27,8 @@ package ofi
 #define LNX_WIRE_VERSION 1
 #define LNX_KIND_EAGER 1
 #define LNX_HDR_EAGER 40
+// Messages C may take in one lending: their bounce buffers wait for Go.
+#define LNX_LEND_TAKES 32
 
 struct lnx_op {
 	struct fi_context2 ctx[2];
@@ -54,9 +56,10 @@ struct lnx_tp_lend {
 	uint64_t eager_max; // Go: largest eager payload
 	uint8_t *bounce;    // Go: the bounce buffers
 	int32_t stashed;    // C: events in evs Go has not seen; Go clears it
-	uint32_t took;      // C: 1 once it took a message (at most one per lending)
-	uint32_t took_op;   // C: the bounce slot of that message
-	uint32_t owe;       // Go: messages taken earn their sender a credit
+	uint32_t took;      // C: messages it took (at most LNX_LEND_TAKES)
+	uint32_t took_op[LNX_LEND_TAKES]; // C: their bounce slots, for Go to repost
+	uint32_t owe;       // Go: a taken message earns its sender a credit
+	uint32_t owe_max;   // Go: credits owed that Go must return itself
 	// Sending to the same peer: small eager messages with fi_inject.
 	uint32_t tx_on;     // Go: C may send to the peer
 	uint32_t tx_seq;    // Go, then C: the next sequence number we send it
@@ -212,7 +215,7 @@ static uint32_t lnx_le32(const uint8_t *b) { uint32_t v; memcpy(&v, b, 4); retur
 int lnx_tp_look(void *tp, struct lnx_tp_msg *m) {
 	struct lnx_tp *t = tp;
 	struct lnx_tp_lend *l = &t->lend;
-	if (l->stashed != 1 || l->took || !l->peer)
+	if (l->stashed != 1 || l->took >= LNX_LEND_TAKES || !l->peer || (l->owe && l->owed + 1 >= l->owe_max))
 		return 0;
 	const struct lnx_ev *ev = &t->evs[0];
 	if (ev->err || ev->sub != 0 || ev->op >= l->pool || ev->len < LNX_HDR_EAGER ||
@@ -236,8 +239,7 @@ void lnx_tp_consume(void *tp) {
 	const uint8_t *b = l->bounce + (uint64_t)t->evs[0].op * l->buf_size;
 	uint16_t c;
 	memcpy(&c, b + 2, 2);
-	l->took = 1;
-	l->took_op = t->evs[0].op;
+	l->took_op[l->took++] = t->evs[0].op;
 	l->rx_seq++;
 	l->stashed = 0;
 	if (l->window) {
@@ -433,16 +435,17 @@ type lendState struct {
 	txAddr  uint64
 	id      uint64
 
-	took   bool   // back: C took a message
-	tookOp uint32 // back: its bounce slot
-	sent   uint32 // back: messages C sent
+	oweMax uint32 // credits owed that Go returns itself
+
+	took []uint32 // back: the bounce slots of the messages C took
+	sent uint32   // back: messages C sent
 }
 
 // lend starts a lending with s.
 func (k *core) lend(s *lendState) {
 	l := &k.c.lend
 	l.peer, l.rx_seq, l.took, l.sent = C.uint64_t(s.peer), C.uint32_t(s.rxSeq), 0, 0
-	l.owe, l.tx_on = cBool(s.owe), cBool(s.txOn)
+	l.owe, l.owe_max, l.tx_on = cBool(s.owe), C.uint32_t(s.oweMax), cBool(s.txOn)
 	l.tx_seq, l.window, l.credits, l.owed = C.uint32_t(s.txSeq), C.uint32_t(s.window), C.int32_t(s.credits), C.uint32_t(s.owed)
 	l.tx_addr, l.id = C.uint64_t(s.txAddr), C.uint64_t(s.id)
 }
@@ -451,7 +454,11 @@ func (k *core) lend(s *lendState) {
 func (k *core) lent(s *lendState) {
 	l := &k.c.lend
 	s.rxSeq, s.txSeq, s.credits, s.owed = uint32(l.rx_seq), uint32(l.tx_seq), int32(l.credits), uint32(l.owed)
-	s.took, s.tookOp, s.sent = l.took != 0, uint32(l.took_op), uint32(l.sent)
+	s.took = s.took[:0]
+	for _, op := range l.took_op[:min(int(l.took), len(l.took_op))] {
+		s.took = append(s.took, uint32(op))
+	}
+	s.sent = uint32(l.sent)
 	l.peer, l.took, l.tx_on, l.sent = 0, 0, 0, 0
 }
 

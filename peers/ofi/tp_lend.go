@@ -6,12 +6,13 @@ import "unsafe"
 // side of fi_cq_read complete a message without entering Go; with a
 // network core in use, the same holds for the transport: while lent, C
 // reads the core CQ itself (lnx_tp_peek, lnx_tp_lend.h) and keeps what it
-// read in a stash that the next Poll starts from, and it may take one
-// eager message of one peer, the next in that peer's order, when it
-// matches the armed receive (lnx_tp_look, lnx_tp_consume). Reclaim then
-// does for that message what Poll would have: the peer's sequence number,
-// the credits it carried, the credit it earns its sender and the bounce
-// buffer's repost. Everything else C read (other kinds, other peers,
+// read in a stash that the next Poll starts from, and it may take eager
+// messages of one peer, each the next in that peer's order, that match
+// the armed receive (lnx_tp_look, lnx_tp_consume): up to LNX_LEND_TAKES,
+// and only while the credits they earn their sender stay below what Go
+// returns by a message of its own. Reclaim then does for them what Poll
+// would have: the peer's sequence number, the credits they carried and
+// earned, and the bounce buffers' reposts. Everything else C read (other kinds, other peers,
 // completions of our own operations, a second message) waits in the stash
 // for Poll, in core CQ order.
 //
@@ -36,7 +37,7 @@ func (t *Transport) Lend(p *Peer) (unsafe.Pointer, bool) {
 	s := lendState{}
 	if p != nil && p.t == t && !p.dead && len(p.parked) == 0 {
 		t.lendPeer = p
-		s = lendState{peer: p.id, rxSeq: p.rxSeq, owe: t.cfg.Credits != 0,
+		s = lendState{peer: p.id, rxSeq: p.rxSeq, owe: t.cfg.Credits != 0, oweMax: uint32(max(1, t.cfg.Credits/2)),
 			txOn: p.hasAddr && !p.stalled, txSeq: p.txSeq, window: uint32(p.window), credits: p.credits,
 			owed: p.owed, txAddr: p.fiAddr, id: t.id}
 	}
@@ -50,13 +51,14 @@ func (t *Transport) Lend(p *Peer) (unsafe.Pointer, bool) {
 // took or sent one or events wait for Poll, and reads how many times C
 // read the core CQ.
 func (t *Transport) Reclaim() (active bool, reads uint64) {
-	var s lendState
+	s := lendState{took: t.lendTook[:0]}
 	t.k.lent(&s)
+	t.lendTook = s.took
 	p := t.lendPeer
 	t.lendPeer = nil
-	if s.took {
-		t.ops[s.tookOp].pending &^= 1
-		t.repost(s.tookOp)
+	for _, idx := range s.took {
+		t.ops[idx].pending &^= 1
+		t.repost(idx)
 		t.stats.Arrivals++
 	}
 	if p != nil {
@@ -69,7 +71,7 @@ func (t *Transport) Reclaim() (active bool, reads uint64) {
 			p.active = true
 			t.stats.Injected += uint64(s.sent)
 		}
-		if s.took {
+		if len(s.took) != 0 {
 			t.heard(p)
 			t.gotCredits(p, 0) // C added what the message returned
 			if t.cfg.Credits != 0 && p.owed >= uint32(max(1, t.cfg.Credits/2)) {
@@ -77,5 +79,5 @@ func (t *Transport) Reclaim() (active bool, reads uint64) {
 			}
 		}
 	}
-	return s.took || s.sent != 0 || t.k.stashed(), t.k.reads() - t.lendReads
+	return len(s.took) != 0 || s.sent != 0 || t.k.stashed(), t.k.reads() - t.lendReads
 }

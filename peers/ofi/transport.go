@@ -322,6 +322,7 @@ type Transport struct {
 
 	lendReads uint64 // core CQ reads when the transport was last lent
 	lendPeer  *Peer  // the peer lent with it
+	lendTook  []uint32
 	inject    int
 	txIOV     int
 	rxIOV     int

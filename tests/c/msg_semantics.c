@@ -36,6 +36,13 @@
  *  post_late   a receive posted after its message arrived and went to the
  *              unexpected queue completes on the first fi_cq_read or the
  *              second, not after a run of empty polls
+ *  rearm       receives posted right after one completed (which lnx arms in
+ *              C in place of the completed one, see FI_LNX_REARM_RECV):
+ *              two posted at once match two messages in posting order, the
+ *              second too large for C to complete; one is cancelled
+ *              (FI_ECANCELED, buffer untouched) and the next receive gets
+ *              the next message; any-source and untagged ones too; one
+ *              must not take a message of another tag that comes first
  */
 #define MSG_NO_SHARED_CASES
 #include "msg_basic.h"
@@ -723,6 +730,107 @@ static void post_late_b(struct peer *p, void *arg)
 	free(b);
 }
 
+/* ---- receives posted right after a completion ------------------------------ */
+
+#define REARM_ROUNDS 20
+#define REARM_BIG 8000 /* over shm's eager limit and the network core's inject */
+
+static void rearm_a(struct peer *p, void *arg)
+{
+	uint8_t *small = sbuf(16, 7200), *big = sbuf(REARM_BIG, 7300), *other = sbuf(16, 7400);
+	struct fi_context2 c;
+	for (int round = 0; round < REARM_ROUNDS; round++) {
+		uint64_t tag = 0xC00 + round;
+		g_tagged = 1;
+		POST(p->l.cq, fi_tsend(p->l.ep, small, 16, NULL, peer_addr(p), tag, &c));
+		wait_send(p, &c, "first");
+		barrier(p); /* B posted two receives */
+		POST(p->l.cq, fi_tsend(p->l.ep, small, 16, NULL, peer_addr(p), tag, &c));
+		wait_send(p, &c, "second");
+		POST(p->l.cq, fi_tsend(p->l.ep, big, REARM_BIG, NULL, peer_addr(p), tag, &c));
+		wait_send(p, &c, "third");
+		barrier(p); /* B cancelled a receive and posted another */
+		POST(p->l.cq, fi_tsend(p->l.ep, small, 16, NULL, peer_addr(p), tag, &c));
+		wait_send(p, &c, "fourth");
+		g_tagged = 0;
+		POST(p->l.cq, fi_send(p->l.ep, small, 12, NULL, peer_addr(p), &c));
+		wait_send(p, &c, "untagged");
+		barrier(p); /* B posted a receive for tag + 0x100 */
+		g_tagged = 1;
+		POST(p->l.cq, fi_tsend(p->l.ep, other, 16, NULL, peer_addr(p), tag + 0x200, &c));
+		wait_send(p, &c, "other tag");
+		POST(p->l.cq, fi_tsend(p->l.ep, small, 16, NULL, peer_addr(p), tag + 0x100, &c));
+		wait_send(p, &c, "wanted tag");
+		barrier(p);
+	}
+	free(small);
+	free(big);
+	free(other);
+}
+
+static void rearm_b(struct peer *p, void *arg)
+{
+	uint8_t *b[4];
+	struct fi_context2 c[4];
+	for (int i = 0; i < 4; i++)
+		b[i] = rbuf(REARM_BIG);
+	for (int round = 0; round < REARM_ROUNDS; round++) {
+		uint64_t tag = 0xC00 + round;
+		g_tagged = 1;
+		memset(b[0], GUARD_BYTE, REARM_BIG);
+		POST(p->l.cq, fi_trecv(p->l.ep, b[0], REARM_BIG, NULL, peer_addr(p), tag, 0, &c[0]));
+		struct want_recv w0 = { &c[0], 16, tag, 0, 0, peer_addr(p) };
+		wait_recv(p, &w0, "first receive");
+		rbuf_check(b[0], REARM_BIG, 16, 7200, "first receive");
+		/* Right after the completion: the first of these may be armed in
+		 * C, the second waits behind it. */
+		memset(b[1], GUARD_BYTE, REARM_BIG);
+		memset(b[2], GUARD_BYTE, REARM_BIG);
+		POST(p->l.cq, fi_trecv(p->l.ep, b[1], REARM_BIG, NULL, FI_ADDR_UNSPEC, tag, 0, &c[1]));
+		POST(p->l.cq, fi_trecv(p->l.ep, b[2], REARM_BIG, NULL, peer_addr(p), tag, 0, &c[2]));
+		barrier(p);
+		struct want_recv w1 = { &c[1], 16, tag, 0, 0, peer_addr(p) };
+		wait_recv(p, &w1, "second receive (any source)");
+		struct want_recv w2 = { &c[2], REARM_BIG, tag, 0, 0, peer_addr(p) };
+		wait_recv(p, &w2, "third receive");
+		rbuf_check(b[1], REARM_BIG, 16, 7200, "second receive");
+		rbuf_check(b[2], REARM_BIG, REARM_BIG, 7300, "third receive");
+		/* Again right after a completion: cancel the receive. */
+		memset(b[3], GUARD_BYTE, REARM_BIG);
+		POST(p->l.cq, fi_trecv(p->l.ep, b[3], REARM_BIG, NULL, peer_addr(p), tag, 0, &c[3]));
+		cancel_one(p, &c[3], "cancel a receive posted right after a completion");
+		memset(b[0], GUARD_BYTE, REARM_BIG);
+		POST(p->l.cq, fi_trecv(p->l.ep, b[0], REARM_BIG, NULL, peer_addr(p), tag, 0, &c[0]));
+		barrier(p);
+		wait_recv(p, &w0, "receive after the cancel");
+		rbuf_check(b[0], REARM_BIG, 16, 7200, "receive after the cancel");
+		rbuf_check(b[3], REARM_BIG, 0, 0, "cancelled receive's buffer");
+		g_tagged = 0;
+		memset(b[1], GUARD_BYTE, REARM_BIG);
+		POST(p->l.cq, fi_recv(p->l.ep, b[1], REARM_BIG, NULL, FI_ADDR_UNSPEC, &c[1]));
+		struct want_recv wu = { &c[1], 12, 0, 0, 0, peer_addr(p) };
+		wait_recv(p, &wu, "untagged receive");
+		rbuf_check(b[1], REARM_BIG, 12, 7200, "untagged receive");
+		/* A receive armed after a completion must not take a message of
+		 * another tag that comes first. */
+		g_tagged = 1;
+		memset(b[2], GUARD_BYTE, REARM_BIG);
+		POST(p->l.cq, fi_trecv(p->l.ep, b[2], REARM_BIG, NULL, peer_addr(p), tag + 0x100, 0, &c[2]));
+		barrier(p);
+		struct want_recv wt = { &c[2], 16, tag + 0x100, 0, 0, peer_addr(p) };
+		wait_recv(p, &wt, "receive of the second tag");
+		rbuf_check(b[2], REARM_BIG, 16, 7200, "receive of the second tag");
+		memset(b[3], GUARD_BYTE, REARM_BIG);
+		POST(p->l.cq, fi_trecv(p->l.ep, b[3], REARM_BIG, NULL, peer_addr(p), tag + 0x200, 0, &c[3]));
+		struct want_recv wo = { &c[3], 16, tag + 0x200, 0, 0, peer_addr(p) };
+		wait_recv(p, &wo, "receive of the first tag, posted late");
+		rbuf_check(b[3], REARM_BIG, 16, 7400, "receive of the first tag");
+		barrier(p);
+	}
+	for (int i = 0; i < 4; i++)
+		free(b[i]);
+}
+
 static const struct subtest cases[] = {
 	CASE("trunc_tagged", trunc_tagged_a, trunc_tagged_b),
 	CASE("trunc_untagged", trunc_untagged_a, trunc_untagged_b),
@@ -734,6 +842,7 @@ static const struct subtest cases[] = {
 	{ .name = "counters", .a = counters_a, .b = counters_b, .counters = 1 },
 	CASE("post_mixed", post_mixed_a, post_mixed_b),
 	CASE("post_late", post_late_a, post_late_b),
+	CASE("rearm", rearm_a, rearm_b),
 };
 
 int main(int argc, char **argv)
