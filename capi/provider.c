@@ -96,7 +96,10 @@ static void lnx_define_params(void)
 	fi_param_define(&lnx_prov, "fast_recv", FI_PARAM_BOOL,
 		"Queue receives into one host buffer in C; Go posts them in order when it next runs (default: on).");
 	fi_param_define(&lnx_prov, "arm_recv", FI_PARAM_BOOL,
-		"With one receive posted and nothing unexpected, complete small shm messages in C (default: on).");
+		"With one receive posted and nothing unexpected, complete small shm messages, and network "
+		"messages of one peer, in C (default: on).");
+	fi_param_define(&lnx_prov, "rearm_recv", FI_PARAM_BOOL,
+		"Once C completed an armed receive, arm the next one posted in C too (default: on).");
 }
 
 /* libfabric's fi_fini may dlclose us; the Go runtime cannot be unloaded,
