@@ -432,90 +432,14 @@ static inline void lnx_cring_put(struct lnx_cring *cr, void *ctx, void *buf, uin
 #define LNX_FAST_DECLINED 1 /* not a libfabric return value: Go takes the send */
 
 /*
- * lnx_fast_send writes a small send to a peer on this node straight into
- * its shm ring, the way shm.Endpoint.Send does, and queues the completion
- * in the transmit CQ's C ring: a send then costs no call into Go. Anything
- * it is not sure about (no slot published yet, ring full or wrapping, the
- * ...msg variants, several buffers, completion ring full) is declined and
- * goes to Go, which also reports every error.
+ * lnx_fast_put_shm appends an eager record to a same-node peer's shm ring
+ * through its slot, the way shm.Endpoint.Send does: 0, or declined when
+ * the slot is not ready, the record would wrap (Go writes the pad record)
+ * or the ring is full (Go decides between -FI_EAGAIN and a dead peer).
  */
-/*
- * lnx_fast_send_net sends to the network peer of a lent transport (struct
- * lnx_arm's net and net_src): a message small enough for the core's
- * fi_inject goes from C, with the peer's sequence number and credits that
- * Go lent with the transport. The arm lock keeps Go (taking the transport
- * back) and C readers out; if another thread holds it, Go sends.
- */
-static ssize_t lnx_fast_send_net(struct lnx_fast *f, const struct iovec *iov, size_t count,
-				 fi_addr_t dest, uint64_t tag, uint64_t data, void *ctx, int kind)
+static ssize_t lnx_fast_put_shm(struct lnx_txslot *s, uint64_t hflags, uint64_t tag, uint64_t data,
+				const void *buf, size_t len)
 {
-	struct lnx_arm *a = &f->arm;
-	if (!__atomic_load_n(&a->lent, __ATOMIC_RELAXED) || !__atomic_load_n(&a->net, __ATOMIC_RELAXED) ||
-	    __atomic_load_n(&a->net_src, __ATOMIC_RELAXED) != dest)
-		return LNX_FAST_DECLINED;
-	size_t len = count ? iov[0].iov_len : 0;
-	const void *buf = count ? iov[0].iov_base : NULL;
-	uint64_t txf = __atomic_load_n(&f->tx_flags, __ATOMIC_RELAXED);
-	if ((len && !buf) || (((kind & LNX_OP_INJECT) || (txf & FI_INJECT)) && len > f->inject_size))
-		return LNX_FAST_DECLINED;
-	int want_cq = !(kind & LNX_OP_INJECT) && (!f->tx_sel || (txf & FI_COMPLETION));
-	struct lnx_cring *cr = __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE);
-	if (want_cq) {
-		if (!cr)
-			return LNX_FAST_DECLINED;
-		lnx_spin_lock(&cr->lock);
-		if (cr->tail - cr->head >= LNX_CRING) {
-			lnx_spin_unlock(&cr->lock);
-			return LNX_FAST_DECLINED;
-		}
-	}
-	ssize_t ret = LNX_FAST_DECLINED;
-	if (!__atomic_exchange_n(&a->lock, 1, __ATOMIC_ACQUIRE)) {
-		if (__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) && a->net && a->net_src == dest) {
-			uint32_t hflags = (kind & LNX_OP_TAGGED) ? LNX_HDR_TAGGED : 0;
-			if ((kind & LNX_OP_DATA) || (txf & FI_REMOTE_CQ_DATA))
-				hflags |= LNX_HDR_DATA;
-			else
-				data = 0;
-			if (lnx_tp_send_eager((void *)a->net, hflags, tag, data, buf, len) == 0)
-				ret = 0;
-		}
-		__atomic_store_n(&a->lock, 0, __ATOMIC_RELEASE);
-	}
-	if (want_cq) {
-		if (ret == 0)
-			lnx_cring_put(cr, ctx, NULL, FI_SEND | ((kind & LNX_OP_TAGGED) ? FI_TAGGED : FI_MSG), 0, 0, 0,
-				      FI_ADDR_NOTAVAIL);
-		lnx_spin_unlock(&cr->lock);
-	}
-	return ret;
-}
-
-static ssize_t lnx_fast_send(struct lnx_fast *f, const struct iovec *iov, size_t count,
-			     fi_addr_t dest, uint64_t tag, uint64_t data, void *ctx, int kind)
-{
-	if (!__atomic_load_n(&f->on, __ATOMIC_ACQUIRE) || (kind & LNX_OP_EXPLICIT) || count > 1 ||
-	    dest >= LNX_FAST_PEERS)
-		return LNX_FAST_DECLINED;
-	struct lnx_txslot *s = (struct lnx_txslot *)__atomic_load_n(&f->peer[dest], __ATOMIC_ACQUIRE);
-	if (!s)
-		return lnx_fast_send_net(f, iov, count, dest, tag, data, ctx, kind);
-	size_t len = count ? iov[0].iov_len : 0;
-	const void *buf = count ? iov[0].iov_base : NULL;
-	uint64_t txf = __atomic_load_n(&f->tx_flags, __ATOMIC_RELAXED);
-	if ((len && !buf) || (((kind & LNX_OP_INJECT) || (txf & FI_INJECT)) && len > f->inject_size))
-		return LNX_FAST_DECLINED;
-	int want_cq = !(kind & LNX_OP_INJECT) && (!f->tx_sel || (txf & FI_COMPLETION));
-	struct lnx_cring *cr = __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE);
-	if (want_cq) {
-		if (!cr)
-			return LNX_FAST_DECLINED;
-		lnx_spin_lock(&cr->lock);
-		if (cr->tail - cr->head >= LNX_CRING) {
-			lnx_spin_unlock(&cr->lock);
-			return LNX_FAST_DECLINED;
-		}
-	}
 	ssize_t ret = LNX_FAST_DECLINED;
 	lnx_spin_lock(&s->lock);
 	if (!s->ready || len > s->eager_max)
@@ -523,18 +447,13 @@ static ssize_t lnx_fast_send(struct lnx_fast *f, const struct iovec *iov, size_t
 	uint64_t need = (LNX_REC_HDR + len + LNX_REC_LINE - 1) & ~(uint64_t)(LNX_REC_LINE - 1);
 	uint64_t tail = s->tail, off = tail & s->mask;
 	if (off + need > s->size)
-		goto out; /* needs a pad record: Go writes it */
+		goto out;
 	if (tail + need + LNX_REC_LINE > s->head_cache + s->size) {
 		s->head_cache = __atomic_load_n((const uint64_t *)s->fwd_head, __ATOMIC_ACQUIRE);
 		if (tail + need + LNX_REC_LINE > s->head_cache + s->size)
-			goto out; /* full: Go decides between -FI_EAGAIN and a dead peer */
+			goto out;
 	}
 	struct lnx_rec *rec = (struct lnx_rec *)(s->ring + off);
-	uint64_t hflags = (kind & LNX_OP_TAGGED) ? LNX_HDR_TAGGED : 0;
-	if ((kind & LNX_OP_DATA) || (txf & FI_REMOTE_CQ_DATA))
-		hflags |= LNX_HDR_DATA;
-	else
-		data = 0;
 	rec->kf = LNX_REC_EAGER | hflags << 32;
 	rec->tag = tag;
 	rec->data = data;
@@ -546,6 +465,72 @@ static ssize_t lnx_fast_send(struct lnx_fast *f, const struct iovec *iov, size_t
 	ret = 0;
 out:
 	lnx_spin_unlock(&s->lock);
+	return ret;
+}
+
+/*
+ * lnx_fast_put_net sends to the network peer of a lent transport (struct
+ * lnx_arm's net and net_src) with the core's fi_inject, using the peer's
+ * sequence number and credits that Go lent with the transport: 0, or
+ * declined. The arm lock keeps Go (taking the transport back) and C
+ * readers out; if another thread holds it, Go sends.
+ */
+static ssize_t lnx_fast_put_net(struct lnx_arm *a, fi_addr_t dest, uint64_t hflags, uint64_t tag,
+				uint64_t data, const void *buf, size_t len)
+{
+	ssize_t ret = LNX_FAST_DECLINED;
+	if (__atomic_exchange_n(&a->lock, 1, __ATOMIC_ACQUIRE))
+		return ret;
+	if (__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) && a->net && a->net_src == dest &&
+	    lnx_tp_send_eager((void *)a->net, (uint32_t)hflags, tag, data, buf, len) == 0)
+		ret = 0;
+	__atomic_store_n(&a->lock, 0, __ATOMIC_RELEASE);
+	return ret;
+}
+
+/*
+ * lnx_fast_send sends a small message without a call into Go: to a peer on
+ * this node through its shm ring, or to the network peer of a lent
+ * transport, and queues the completion in the transmit CQ's C ring.
+ * Anything it is not sure about (no slot published yet, ring full or
+ * wrapping, the ...msg variants, several buffers, completion ring full,
+ * a network message over the core's inject size) is declined and goes to
+ * Go, which also reports every error.
+ */
+static ssize_t lnx_fast_send(struct lnx_fast *f, const struct iovec *iov, size_t count,
+			     fi_addr_t dest, uint64_t tag, uint64_t data, void *ctx, int kind)
+{
+	if (!__atomic_load_n(&f->on, __ATOMIC_ACQUIRE) || (kind & LNX_OP_EXPLICIT) || count > 1 ||
+	    dest >= LNX_FAST_PEERS)
+		return LNX_FAST_DECLINED;
+	struct lnx_txslot *s = (struct lnx_txslot *)__atomic_load_n(&f->peer[dest], __ATOMIC_ACQUIRE);
+	struct lnx_arm *a = &f->arm;
+	if (!s && (!__atomic_load_n(&a->lent, __ATOMIC_RELAXED) || !__atomic_load_n(&a->net, __ATOMIC_RELAXED) ||
+		   __atomic_load_n(&a->net_src, __ATOMIC_RELAXED) != dest))
+		return LNX_FAST_DECLINED;
+	size_t len = count ? iov[0].iov_len : 0;
+	const void *buf = count ? iov[0].iov_base : NULL;
+	uint64_t txf = __atomic_load_n(&f->tx_flags, __ATOMIC_RELAXED);
+	if ((len && !buf) || (((kind & LNX_OP_INJECT) || (txf & FI_INJECT)) && len > f->inject_size))
+		return LNX_FAST_DECLINED;
+	int want_cq = !(kind & LNX_OP_INJECT) && (!f->tx_sel || (txf & FI_COMPLETION));
+	struct lnx_cring *cr = __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE);
+	if (want_cq) {
+		if (!cr)
+			return LNX_FAST_DECLINED;
+		lnx_spin_lock(&cr->lock);
+		if (cr->tail - cr->head >= LNX_CRING) {
+			lnx_spin_unlock(&cr->lock);
+			return LNX_FAST_DECLINED;
+		}
+	}
+	uint64_t hflags = (kind & LNX_OP_TAGGED) ? LNX_HDR_TAGGED : 0;
+	if ((kind & LNX_OP_DATA) || (txf & FI_REMOTE_CQ_DATA))
+		hflags |= LNX_HDR_DATA;
+	else
+		data = 0;
+	ssize_t ret = s ? lnx_fast_put_shm(s, hflags, tag, data, buf, len)
+			: lnx_fast_put_net(a, dest, hflags, tag, data, buf, len);
 	if (want_cq) {
 		if (ret == 0)
 			lnx_cring_put(cr, ctx, NULL, FI_SEND | ((kind & LNX_OP_TAGGED) ? FI_TAGGED : FI_MSG), 0, 0, 0,
