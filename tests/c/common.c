@@ -199,6 +199,7 @@ void lnx_open(struct lnx *l, const struct lnx_opts *o)
 		.size = o->cq_size,
 	};
 	CHECK(fi_cq_open(l->domain, &cq_attr, &l->cq, NULL));
+	cq_format_note(l->cq, cq_attr.format);
 
 	if (o->counters) {
 		struct fi_cntr_attr cntr_attr = {
@@ -292,6 +293,86 @@ static void print_err_entry(const struct fi_cq_err_entry *e)
 	     (unsigned long long)e->tag, e->op_context, flags_str(e->flags, fl, sizeof(fl)));
 }
 
+/* The format of each CQ the tests opened, so that the stash reads entries
+ * of the right size and widens them to tagged entries. */
+static struct {
+	struct fid_cq *cq;
+	enum fi_cq_format fmt;
+} cq_formats[16];
+
+void cq_format_note(struct fid_cq *cq, enum fi_cq_format fmt)
+{
+	for (size_t i = 0; i < sizeof(cq_formats) / sizeof(cq_formats[0]); i++) {
+		if (cq_formats[i].cq == cq || !cq_formats[i].cq) {
+			cq_formats[i].cq = cq;
+			cq_formats[i].fmt = fmt;
+			return;
+		}
+	}
+}
+
+static enum fi_cq_format cq_format_of(struct fid_cq *cq)
+{
+	for (size_t i = 0; i < sizeof(cq_formats) / sizeof(cq_formats[0]); i++)
+		if (cq_formats[i].cq == cq)
+			return cq_formats[i].fmt;
+	return FI_CQ_FORMAT_TAGGED;
+}
+
+/* Reads up to n entries of cq's format into tagged entries (fields the
+ * format lacks are 0). */
+static ssize_t cq_read_tagged(struct fid_cq *cq, struct fi_cq_tagged_entry *out, size_t n, fi_addr_t *srcs)
+{
+	enum fi_cq_format fmt = cq_format_of(cq);
+	if (fmt == FI_CQ_FORMAT_TAGGED || fmt == FI_CQ_FORMAT_UNSPEC)
+		return fi_cq_readfrom(cq, out, n, srcs);
+	union {
+		struct fi_cq_entry c[16];
+		struct fi_cq_msg_entry m[16];
+		struct fi_cq_data_entry d[16];
+	} u;
+	if (n > 16)
+		n = 16;
+	ssize_t r = fi_cq_readfrom(cq, &u, n, srcs);
+	for (ssize_t i = 0; i < r; i++) {
+		memset(&out[i], 0, sizeof(out[i]));
+		switch (fmt) {
+		case FI_CQ_FORMAT_CONTEXT:
+			out[i].op_context = u.c[i].op_context;
+			break;
+		case FI_CQ_FORMAT_MSG:
+			out[i].op_context = u.m[i].op_context;
+			out[i].flags = u.m[i].flags;
+			out[i].len = u.m[i].len;
+			break;
+		default:
+			out[i].op_context = u.d[i].op_context;
+			out[i].flags = u.d[i].flags;
+			out[i].len = u.d[i].len;
+			out[i].buf = u.d[i].buf;
+			out[i].data = u.d[i].data;
+		}
+	}
+	return r;
+}
+
+int cq_stash_pop(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src, struct fi_cq_err_entry *err)
+{
+	struct stashed s;
+	if (!stash_pop(cq, &s))
+		return 0;
+	if (s.is_err) {
+		if (err)
+			*err = s.err;
+		return -1;
+	}
+	if (entry)
+		*entry = s.e;
+	if (src)
+		*src = s.src;
+	return 1;
+}
+
 int cq_progress(struct fid_cq *cq)
 {
 	struct fi_cq_tagged_entry ents[16];
@@ -301,7 +382,7 @@ int cq_progress(struct fid_cq *cq)
 
 	for (int i = 0; i < 16; i++)
 		srcs[i] = FI_ADDR_NOTAVAIL;
-	n = fi_cq_readfrom(cq, ents, 16, srcs);
+	n = cq_read_tagged(cq, ents, 16, srcs);
 	if (n > 0) {
 		for (ssize_t i = 0; i < n; i++) {
 			memset(&s, 0, sizeof(s));

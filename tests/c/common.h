@@ -165,6 +165,14 @@ void lnx_close(struct lnx *l);
  * number of entries stashed, or a negative error other than -FI_EAGAIN. */
 int cq_progress(struct fid_cq *cq);
 
+/* Records the format a CQ was opened with (lnx_open does it for its CQ):
+ * the stash reads entries of that size and widens them to tagged entries. */
+void cq_format_note(struct fid_cq *cq, enum fi_cq_format fmt);
+
+/* Takes the oldest stashed entry of cq: 1 (success entry, fields the CQ's
+ * format lacks are 0), -1 (error entry, in *err), 0 (none). */
+int cq_stash_pop(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src, struct fi_cq_err_entry *err);
+
 /*
  * Waits up to timeout_ms for the next completion on cq.
  *  0            success entry stored in *entry (and the source in *src)

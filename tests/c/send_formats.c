@@ -47,6 +47,13 @@ static int read_one_from(struct fid_cq *cq, struct fi_cq_tagged_entry *out, int 
 	} e;
 	uint64_t deadline = now_ms() + ms;
 	memset(out, 0, sizeof(*out));
+	/* What a retried post (POST) or a barrier read first. */
+	struct fi_cq_err_entry serr;
+	int st = cq_stash_pop(cq, out, src, &serr);
+	if (st < 0)
+		FAIL("error completion: %s", fi_strerror(serr.err));
+	if (st > 0)
+		return 1;
 	for (;;) {
 		memset(&e, 0xee, sizeof(e)); /* fields the format lacks must stay untouched */
 		ssize_t r = src ? fi_cq_readfrom(cq, &e, 1, src) : fi_cq_read(cq, &e, 1);
