@@ -116,3 +116,55 @@ func TestLend(t *testing.T) {
 		t.Fatalf("b's stats %+v after %d messages in and %d sent by C", s, rounds+rounds/5, cSent)
 	}
 }
+
+// TestLendTakesMany lets C take a run of messages in one lending. Their
+// bounce buffers wait for Reclaim, which hands them back to the core (at
+// the next Poll), and Go's books (arrivals, sequence) agree with what C
+// did.
+func TestLendTakesMany(t *testing.T) {
+	a, b, ab, ba := pair(t, testCfg)
+	const n = 20
+	send(t, a, ab, Hdr{Tag: 999}, [][]byte{{1}}, 999, b) // connect
+	pump(t, "the first message", 10*time.Second, func() bool { return len(b.arr) == 1 }, a, b)
+	b.arr = b.arr[:0]
+	before := b.t.Stats()
+	if _, ok := b.t.Lend(ba); !ok {
+		t.Fatal("Lend refused")
+	}
+	for i := 0; i < n; i++ {
+		p := []byte{byte(i), byte(i >> 8), 7}
+		if _, err := a.t.Send(ab, Hdr{Tag: uint64(i)}, [][]byte{p}, uint64(i)); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for b.t.k.cPeek() == 0 {
+			a.poll()
+			if time.Now().After(deadline) {
+				t.Fatalf("message %d did not arrive", i)
+			}
+		}
+		ok, _, tag, _, got := b.t.k.lentMsg()
+		if !ok || tag != uint64(i) || !bytes.Equal(got, p) {
+			t.Fatalf("message %d: C may take %v, tag %d, payload %x", i, ok, tag, got)
+		}
+		b.t.k.cConsume()
+	}
+	if active, _ := b.t.Reclaim(); !active {
+		t.Fatal("Reclaim reports nothing taken")
+	}
+	b.poll()
+	for i := 0; i < b.t.cfg.RecvPool; i++ {
+		if b.t.ops[i].pending&1 == 0 {
+			t.Fatalf("bounce buffer %d is not posted after the lending", i)
+		}
+	}
+	if after := b.t.Stats(); after.Arrivals-before.Arrivals != n {
+		t.Fatalf("arrivals %d -> %d after C took %d", before.Arrivals, after.Arrivals, n)
+	}
+	// Go carries on from C's sequence numbers.
+	send(t, a, ab, Hdr{Tag: 1000}, [][]byte{{9}}, 1000, b)
+	pump(t, "a message after the lending", 10*time.Second, func() bool { return len(b.arr) == 1 }, a, b)
+	if g := b.arr[0]; g.hdr.Tag != 1000 || b.t.Stats().Malformed != 0 {
+		t.Fatalf("after the lending: tag %d, stats %+v", g.hdr.Tag, b.t.Stats())
+	}
+}
