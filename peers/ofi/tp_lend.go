@@ -10,11 +10,13 @@ import "unsafe"
 // messages of one peer, each the next in that peer's order, that match
 // the armed receive (lnx_tp_look, lnx_tp_consume): up to LNX_LEND_TAKES,
 // and only while the credits they earn their sender stay below what Go
-// returns by a message of its own. Reclaim then does for them what Poll
-// would have: the peer's sequence number, the credits they carried and
-// earned, and the bounce buffers' reposts. Everything else C read (other kinds, other peers,
-// completions of our own operations, a second message) waits in the stash
-// for Poll, in core CQ order.
+// returns by a message of its own. It may also send that peer eager
+// messages that fit the core's fi_inject (lnx_tp_send_eager). Reclaim
+// then does for all of them what Poll and Send would have: the peer's
+// sequence numbers, the credits both ways, the bounce buffers' reposts.
+// Everything else C read (other kinds, other peers, completions of our
+// own operations, a message C may not take) waits in the stash for Poll,
+// in core CQ order.
 //
 // Lend and Reclaim bracket the lending; the caller keeps C from using the
 // transport outside them and Go from using it inside them.
@@ -46,10 +48,9 @@ func (t *Transport) Lend(p *Peer) (unsafe.Pointer, bool) {
 }
 
 // Reclaim takes the transport back after Lend, once C has stopped using
-// it: it does for the message C took, and the ones C sent, what Poll and
-// Send would have. took reports that C took a message, active that C
-// took or sent one or events wait for Poll, and reads how many times C
-// read the core CQ.
+// it: it does for the messages C took and sent what Poll and Send would
+// have. active reports that C took or sent a message or that events wait
+// for Poll, reads how many times C read the core CQ.
 func (t *Transport) Reclaim() (active bool, reads uint64) {
 	s := lendState{took: t.lendTook[:0]}
 	t.k.lent(&s)
