@@ -120,9 +120,14 @@ func (e *Endpoint) arm() bool {
 	// holds none of Go's, and has no other endpoint to watch.
 	q := e.rxCQ
 	q.mu.Lock()
-	quiet := q.head == len(q.entries) && len(q.errs) == 0 && len(q.endpoints()) == 1
+	held := q.head != len(q.entries)
+	quiet := !held && len(q.errs) == 0 && len(q.endpoints()) == 1
+	alone := len(q.endpoints()) == 1
 	q.mu.Unlock()
 	if !quiet {
+		// Only completions of Go's stand in the way: the read under way
+		// may return them all and arm then (armAfterRead).
+		e.armAfterRead = held && alone
 		return false
 	}
 	a := &e.fast.arm
@@ -297,4 +302,28 @@ func (e *Endpoint) reclaimNet() {
 	if active {
 		e.netBusy()
 	}
+}
+
+// armAfterRead arms the endpoint once the CQ read that drove its progress
+// has returned the completions that kept it from arming (q is that CQ,
+// e's receive CQ and its only endpoint's), and republishes the gate:
+// otherwise the next receive posted would be queued for Go and the read
+// after it enter Go as well.
+func (e *Endpoint) armAfterCQRead(q *CQ, kicks uint32) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.enabled || e.rxCQ != q || e.needsLocalPoll() || !e.arm() {
+		return
+	}
+	var w watchSet
+	w.kicks = kicks
+	w.net = len(e.nets) > 0
+	w.lent = e.fast.arm.net != 0
+	if e.shm != nil {
+		w.words[0] = e.shm.ClaimWord()
+		w.n = 1
+	}
+	q.mu.Lock()
+	q.gate.publish(&w)
+	q.mu.Unlock()
 }

@@ -158,7 +158,7 @@ func (q *CQ) Read(out []Completion, timeout int) (int, fi.Errno) {
 		w = new(watchSet) // another thread is reading this CQ
 	}
 	for spins := 0; ; spins++ {
-		w.n, w.busy, w.net, w.lent = 0, false, false, false
+		w.n, w.busy, w.net, w.lent, w.armLater = 0, false, false, false, nil
 		q.collect(w)
 		q.mu.Lock()
 		q.gate.publish(w)
@@ -168,12 +168,17 @@ func (q *CQ) Read(out []Completion, timeout int) (int, fi.Errno) {
 		}
 		n := copy(out, q.entries[q.head:])
 		q.head += n
+		emptied := false
 		if q.head == len(q.entries) {
 			q.entries, q.head = q.entries[:0], 0
 			q.gate.setPending(false)
+			emptied = true
 		}
 		q.mu.Unlock()
 		if n > 0 {
+			if emptied && w.armLater != nil {
+				w.armLater.armAfterCQRead(q, w.kicks)
+			}
 			return n, 0
 		}
 		if timeout == 0 {

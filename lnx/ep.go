@@ -87,9 +87,11 @@ type Endpoint struct {
 	// lent to C (nil: the rings are Go's), the last receive posted.
 	canArm   bool
 	canRearm bool // C may arm the next receive itself (FI_LNX_REARM_RECV)
-	armed    *recvCtx
-	lastPost *recvCtx
-	lastNet  *ofi.Peer // the last network sender (nil: unknown), for lendNet
+	// armAfterRead: the last arm failed only for completions in the CQ.
+	armAfterRead bool
+	armed        *recvCtx
+	lastPost     *recvCtx
+	lastNet      *ofi.Peer // the last network sender (nil: unknown), for lendNet
 	// collecting is the CQ whose read is driving progressWatch (e.mu held).
 	collecting *CQ
 

@@ -79,12 +79,15 @@ func (q *CQ) SetGate(p unsafe.Pointer) {
 
 // watchSet collects the words one Read's progress left to watch.
 type watchSet struct {
-	n     int
-	busy  bool // some endpoint needs Go on every read
-	net   bool // some endpoint has a network core
-	lent  bool // ... which C polls itself (arm.go's lendNet)
-	kicks uint32
-	words [GateWatches]shm.Word
+	n    int
+	busy bool // some endpoint needs Go on every read
+	net  bool // some endpoint has a network core
+	lent bool // ... which C polls itself (arm.go's lendNet)
+	// armLater: an endpoint that arms once this read returned the
+	// completions in its CQ (armAfterCQRead).
+	armLater *Endpoint
+	kicks    uint32
+	words    [GateWatches]shm.Word
 }
 
 // setPending records whether completions are queued (q.mu held). C takes

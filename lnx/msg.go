@@ -584,6 +584,7 @@ func (e *Endpoint) progressWatch(w *watchSet, q *CQ) {
 		w.busy = true
 		return
 	}
+	e.armAfterRead = false
 	if e.arm() {
 		// C watches the rings (and a busy network core); a new ring still
 		// shows in the claim word.
@@ -598,6 +599,9 @@ func (e *Endpoint) progressWatch(w *watchSet, q *CQ) {
 		w.words[w.n] = e.shm.ClaimWord()
 		w.n++
 		return
+	}
+	if e.armAfterRead {
+		w.armLater = e
 	}
 	if e.netHotNow() {
 		w.busy = true
