@@ -429,6 +429,17 @@ static inline void lnx_cring_put(struct lnx_cring *cr, void *ctx, void *buf, uin
 	__atomic_store_n(&cr->tail, cr->tail + 1, __ATOMIC_RELEASE);
 }
 
+/* lnx_cring_reserve takes cr->lock if the ring has room for one more
+ * completion (1); a full ring is left unlocked (0). */
+static inline int lnx_cring_reserve(struct lnx_cring *cr)
+{
+	lnx_spin_lock(&cr->lock);
+	if (cr->tail - cr->head < LNX_CRING)
+		return 1;
+	lnx_spin_unlock(&cr->lock);
+	return 0;
+}
+
 #define LNX_FAST_DECLINED 1 /* not a libfabric return value: Go takes the send */
 
 /*
@@ -515,15 +526,8 @@ static ssize_t lnx_fast_send(struct lnx_fast *f, const struct iovec *iov, size_t
 		return LNX_FAST_DECLINED;
 	int want_cq = !(kind & LNX_OP_INJECT) && (!f->tx_sel || (txf & FI_COMPLETION));
 	struct lnx_cring *cr = __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE);
-	if (want_cq) {
-		if (!cr)
-			return LNX_FAST_DECLINED;
-		lnx_spin_lock(&cr->lock);
-		if (cr->tail - cr->head >= LNX_CRING) {
-			lnx_spin_unlock(&cr->lock);
-			return LNX_FAST_DECLINED;
-		}
-	}
+	if (want_cq && (!cr || !lnx_cring_reserve(cr)))
+		return LNX_FAST_DECLINED;
 	uint64_t hflags = (kind & LNX_OP_TAGGED) ? LNX_HDR_TAGGED : 0;
 	if ((kind & LNX_OP_DATA) || (txf & FI_REMOTE_CQ_DATA))
 		hflags |= LNX_HDR_DATA;
@@ -550,14 +554,6 @@ static ssize_t do_send(struct fid_ep *ep, const struct iovec *iov, void **desc, 
 	return lnx_go_send(e->h, (struct iovec *)iov, desc, count, dest, tag, data, flags, ctx, kind);
 }
 
-/*
- * lnx_fast_recv queues a receive for Go (see struct lnx_fast): posting
- * then costs no call into Go, and the call that takes it is usually a poll
- * made while the message is still on its way. Go's posting cannot fail for
- * what is queued here (the endpoint is enabled while rx_on is set; errors
- * come only from the ...msg flags and bad buffers, which go to Go); a full
- * queue goes to Go too, which takes the queue first, so order holds.
- */
 /*
  * lnx_rearm arms a receive in place of the one C completed (struct
  * lnx_arm's rearm): only while the rings are lent, nothing is armed and
@@ -597,6 +593,14 @@ static int lnx_rearm(struct lnx_fast *f, const struct iovec *iov, void **desc, s
 	return ok;
 }
 
+/*
+ * lnx_fast_recv queues a receive for Go (see struct lnx_fast): posting
+ * then costs no call into Go, and the call that takes it is usually a poll
+ * made while the message is still on its way. Go's posting cannot fail for
+ * what is queued here (the endpoint is enabled while rx_on is set; errors
+ * come only from the ...msg flags and bad buffers, which go to Go); a full
+ * queue goes to Go too, which takes the queue first, so order holds.
+ */
 static ssize_t lnx_fast_recv(struct lnx_fast *f, const struct iovec *iov, void **desc, size_t count,
 			     fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx, int kind)
 {
@@ -890,6 +894,51 @@ static ssize_t lnx_cring_read(struct lnx_cring *r, void *buf, size_t count, fi_a
 
 #define LNX_ARM_GO (-1) /* a record C cannot take: Go must run */
 
+/* lnx_arm_takes: whether the armed receive takes an eager message with
+ * lnx header flags hflags, tag, size bytes, from src (a->lock held). */
+static int lnx_arm_takes(const struct lnx_arm *a, uint64_t hflags, uint64_t tag, uint64_t size, uint64_t src)
+{
+	if (!a->on || (hflags & ~(uint64_t)(LNX_HDR_TAGGED | LNX_HDR_DATA)) || size > a->len)
+		return 0;
+	int tagged = (hflags & LNX_HDR_TAGGED) != 0;
+	if (tagged != (int)a->tagged || (tagged && ((tag ^ a->tag) & ~a->ignore)))
+		return 0;
+	return a->src == FI_ADDR_UNSPEC || a->src == src;
+}
+
+/* lnx_arm_done completes the armed receive with a message already copied
+ * into its buffer (a->lock and cr->lock held, room reserved). */
+static void lnx_arm_done(struct lnx_arm *a, struct lnx_cring *cr, uint64_t hflags, uint64_t size, uint64_t data,
+			 uint64_t tag, uint64_t src)
+{
+	int tagged = (hflags & LNX_HDR_TAGGED) != 0, has_data = (hflags & LNX_HDR_DATA) != 0;
+	if (!a->c_armed)
+		a->go_done = 1;
+	__atomic_store_n(&a->on, 0, __ATOMIC_RELEASE);
+	lnx_cring_put(cr, a->ctx, a->buf, FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (has_data ? FI_REMOTE_CQ_DATA : 0),
+		      size, has_data ? data : 0, tag, src);
+	lnx_spin_unlock(&cr->lock);
+}
+
+/* lnx_arm_take's network part (a->lock held): read the lent transport's
+ * core CQ; what C cannot complete stays stashed for Go. */
+static int lnx_arm_take_net(struct lnx_arm *a)
+{
+	void *t = (void *)a->net;
+	int n = lnx_tp_peek(t);
+	if (n == 0)
+		return 0;
+	struct lnx_tp_msg m;
+	if (n != 1 || !a->on || !lnx_tp_look(t, &m) || !lnx_arm_takes(a, m.flags, m.tag, m.size, a->net_src) ||
+	    !lnx_cring_reserve(a->cring))
+		return LNX_ARM_GO;
+	if (m.size)
+		memcpy(a->buf, m.payload, m.size);
+	lnx_tp_consume(t);
+	lnx_arm_done(a, a->cring, m.flags, m.size, m.data, m.tag, a->net_src);
+	return 1;
+}
+
 /*
  * lnx_arm_take checks the rings Go lent (struct lnx_arm) for a record.
  * It returns 1 when it completed the armed receive with one, 0 when the
@@ -900,43 +949,6 @@ static ssize_t lnx_cring_read(struct lnx_cring *r, void *buf, size_t count, fi_a
  * possible receive is the armed one. With a lent transport, the shm rings
  * come first (as in Go's progress), then the network core's CQ.
  */
-/* lnx_arm_take's network part (a->lock held): read the lent transport's
- * core CQ; what C cannot complete stays stashed for Go. */
-static int lnx_arm_take_net(struct lnx_arm *a)
-{
-	void *t = (void *)a->net;
-	int n = lnx_tp_peek(t);
-	if (n == 0)
-		return 0;
-	struct lnx_tp_msg m;
-	if (n != 1 || !a->on || !lnx_tp_look(t, &m))
-		return LNX_ARM_GO;
-	if (m.flags & ~(uint32_t)(LNX_HDR_TAGGED | LNX_HDR_DATA) || m.size > a->len)
-		return LNX_ARM_GO;
-	int tagged = (m.flags & LNX_HDR_TAGGED) != 0;
-	if (tagged != (int)a->tagged || (tagged && ((m.tag ^ a->tag) & ~a->ignore)))
-		return LNX_ARM_GO;
-	if (a->src != FI_ADDR_UNSPEC && a->src != a->net_src)
-		return LNX_ARM_GO;
-	struct lnx_cring *cr = a->cring;
-	lnx_spin_lock(&cr->lock);
-	if (cr->tail - cr->head >= LNX_CRING) {
-		lnx_spin_unlock(&cr->lock);
-		return LNX_ARM_GO;
-	}
-	if (m.size)
-		memcpy(a->buf, m.payload, m.size);
-	lnx_tp_consume(t);
-	if (!a->c_armed)
-		a->go_done = 1;
-	__atomic_store_n(&a->on, 0, __ATOMIC_RELEASE);
-	int data = (m.flags & LNX_HDR_DATA) != 0;
-	lnx_cring_put(cr, a->ctx, a->buf, FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (data ? FI_REMOTE_CQ_DATA : 0),
-		      m.size, data ? m.data : 0, tagged ? m.tag : 0, a->net_src);
-	lnx_spin_unlock(&cr->lock);
-	return 1;
-}
-
 static int lnx_arm_take(struct lnx_gate *g)
 {
 	if (!__atomic_load_n(&g->arm, __ATOMIC_RELAXED))
@@ -962,33 +974,16 @@ static int lnx_arm_take(struct lnx_gate *g)
 			continue;
 		ret = LNX_ARM_GO;
 		uint64_t kf = rec->kf, hflags = kf >> 32, size = rec->size;
-		if (!a->on || (kf & 0xff) != LNX_REC_EAGER || (hflags & ~(uint64_t)(LNX_HDR_TAGGED | LNX_HDR_DATA)))
-			break;
 		uint64_t need = (LNX_REC_HDR + size + LNX_REC_LINE - 1) & ~(uint64_t)(LNX_REC_LINE - 1);
-		if (size > r->eager_max || off + need > r->size || size > a->len)
-			break; /* Go reports corruption or truncation */
-		int tagged = (hflags & LNX_HDR_TAGGED) != 0;
-		if (tagged != (int)a->tagged || (tagged && ((rec->tag ^ a->tag) & ~a->ignore)))
+		if ((kf & 0xff) != LNX_REC_EAGER || size > r->eager_max || off + need > r->size)
+			break; /* another kind, or corruption Go reports */
+		if (!lnx_arm_takes(a, hflags, rec->tag, size, r->src) || !lnx_cring_reserve(a->cring))
 			break;
-		if (a->src != FI_ADDR_UNSPEC && a->src != r->src)
-			break;
-		struct lnx_cring *cr = a->cring;
-		lnx_spin_lock(&cr->lock);
-		if (cr->tail - cr->head >= LNX_CRING) {
-			lnx_spin_unlock(&cr->lock);
-			break;
-		}
 		if (size)
 			memcpy(a->buf, (const char *)rec + LNX_REC_HDR, size);
 		r->head += need;
 		__atomic_store_n((uint64_t *)r->fwd_head, r->head, __ATOMIC_RELEASE);
-		if (!a->c_armed)
-		a->go_done = 1;
-	__atomic_store_n(&a->on, 0, __ATOMIC_RELEASE);
-		int data = (hflags & LNX_HDR_DATA) != 0;
-		lnx_cring_put(cr, a->ctx, a->buf, FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (data ? FI_REMOTE_CQ_DATA : 0),
-			      size, data ? rec->data : 0, rec->tag, r->src);
-		lnx_spin_unlock(&cr->lock);
+		lnx_arm_done(a, a->cring, hflags, size, rec->data, rec->tag, r->src);
 		ret = 1;
 	}
 	if (ret == 0 && a->net)
