@@ -121,12 +121,12 @@ func (e *Endpoint) arm() bool {
 	q := e.rxCQ
 	q.mu.Lock()
 	held := q.head != len(q.entries)
-	quiet := !held && len(q.errs) == 0 && len(q.endpoints()) == 1
 	alone := len(q.endpoints()) == 1
+	errs := len(q.errs) != 0
 	q.mu.Unlock()
-	if !quiet {
+	if held || errs || !alone {
 		// Only completions of Go's stand in the way: the read under way
-		// may return them all and arm then (armAfterRead).
+		// may return them all and arm then (armAfterCQRead).
 		e.armAfterRead = held && alone
 		return false
 	}
@@ -304,7 +304,7 @@ func (e *Endpoint) reclaimNet() {
 	}
 }
 
-// armAfterRead arms the endpoint once the CQ read that drove its progress
+// armAfterCQRead arms the endpoint once the CQ read that drove its progress
 // has returned the completions that kept it from arming (q is that CQ,
 // e's receive CQ and its only endpoint's), and republishes the gate:
 // otherwise the next receive posted would be queued for Go and the read
@@ -318,12 +318,24 @@ func (e *Endpoint) armAfterCQRead(q *CQ, kicks uint32) {
 	var w watchSet
 	w.kicks = kicks
 	w.net = len(e.nets) > 0
-	w.lent = e.fast.arm.net != 0
-	if e.shm != nil {
-		w.words[0] = e.shm.ClaimWord()
-		w.n = 1
-	}
+	e.watchArmed(&w)
 	q.mu.Lock()
 	q.gate.publish(&w)
 	q.mu.Unlock()
+}
+
+// watchArmed adds to w what C's gate watches while the endpoint is armed
+// (e.mu held): C reads the rings, and a lent network core, itself; a new
+// ring still shows in the claim word.
+func (e *Endpoint) watchArmed(w *watchSet) {
+	w.lent = w.lent || e.fast.arm.net != 0
+	if e.shm == nil {
+		return
+	}
+	if w.n == len(w.words) {
+		w.busy = true
+		return
+	}
+	w.words[w.n] = e.shm.ClaimWord()
+	w.n++
 }

@@ -148,8 +148,6 @@ func (e *Endpoint) takeQueued() {
 	if head == tail {
 		return
 	}
-	// One Op, rewritten per entry: only its first buffer and the fields
-	// below are ever set, so nothing else needs clearing.
 	for i := head; i != tail; i++ {
 		e.postQueued(&f.rxq[i%FastRecvs])
 	}

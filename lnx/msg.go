@@ -586,18 +586,7 @@ func (e *Endpoint) progressWatch(w *watchSet, q *CQ) {
 	}
 	e.armAfterRead = false
 	if e.arm() {
-		// C watches the rings (and a busy network core); a new ring still
-		// shows in the claim word.
-		w.lent = w.lent || e.fast.arm.net != 0
-		if e.shm == nil {
-			return
-		}
-		if w.n == len(w.words) {
-			w.busy = true
-			return
-		}
-		w.words[w.n] = e.shm.ClaimWord()
-		w.n++
+		e.watchArmed(w)
 		return
 	}
 	if e.armAfterRead {
