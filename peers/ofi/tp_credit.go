@@ -77,7 +77,16 @@ func (t *Transport) consumed(p *Peer) {
 		return
 	}
 	p.owed++
-	if p.owed >= uint32(max(1, t.cfg.Credits/2)) {
+	t.creditsDue(p)
+}
+
+// creditReturnAt is the number of credits owed to a sender that Go sends
+// back at once, in a message of its own if need be.
+func (t *Transport) creditReturnAt() uint32 { return uint32(max(1, t.cfg.Credits/2)) }
+
+// creditsDue returns what p is owed once that reaches creditReturnAt.
+func (t *Transport) creditsDue(p *Peer) {
+	if t.cfg.Credits != 0 && p.owed >= t.creditReturnAt() {
 		t.returnCredits(p)
 	}
 }

@@ -39,7 +39,7 @@ func (t *Transport) Lend(p *Peer) (unsafe.Pointer, bool) {
 	s := lendState{}
 	if p != nil && p.t == t && !p.dead && len(p.parked) == 0 {
 		t.lendPeer = p
-		s = lendState{peer: p.id, rxSeq: p.rxSeq, owe: t.cfg.Credits != 0, oweMax: uint32(max(1, t.cfg.Credits/2)),
+		s = lendState{peer: p.id, rxSeq: p.rxSeq, owe: t.cfg.Credits != 0, oweMax: t.creditReturnAt(),
 			txOn: p.hasAddr && !p.stalled, txSeq: p.txSeq, window: uint32(p.window), credits: p.credits,
 			owed: p.owed, txAddr: p.fiAddr, id: t.id}
 	}
@@ -75,9 +75,7 @@ func (t *Transport) Reclaim() (active bool, reads uint64) {
 		if len(s.took) != 0 {
 			t.heard(p)
 			t.gotCredits(p, 0) // C added what the message returned
-			if t.cfg.Credits != 0 && p.owed >= uint32(max(1, t.cfg.Credits/2)) {
-				t.returnCredits(p)
-			}
+			t.creditsDue(p)
 		}
 	}
 	return len(s.took) != 0 || s.sent != 0 || t.k.stashed(), t.k.reads() - t.lendReads

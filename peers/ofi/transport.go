@@ -319,17 +319,19 @@ type Transport struct {
 	name     []byte
 	addr     []byte
 	eagerMax uint64
+	inject   int
+	txIOV    int
+	rxIOV    int
+	bufSize  int
+	bounce   unsafe.Pointer // RecvPool * bufSize bytes of C memory
+	scratch  unsafe.Pointer // inject staging, C memory
+	scratchN int
 
-	lendReads uint64 // core CQ reads when the transport was last lent
-	lendPeer  *Peer  // the peer lent with it
+	// Lending to C (tp_lend.go): core CQ reads when last lent, the peer
+	// lent with it, Reclaim's buffer for the bounce slots C took.
+	lendReads uint64
+	lendPeer  *Peer
 	lendTook  []uint32
-	inject    int
-	txIOV     int
-	rxIOV     int
-	bufSize   int
-	bounce    unsafe.Pointer // RecvPool * bufSize bytes of C memory
-	scratch   unsafe.Pointer // inject staging, C memory
-	scratchN  int
 
 	ops      []op
 	free     []int32
