@@ -319,40 +319,47 @@ static enum fi_cq_format cq_format_of(struct fid_cq *cq)
 	return FI_CQ_FORMAT_TAGGED;
 }
 
-/* Reads up to n entries of cq's format into tagged entries (fields the
- * format lacks are 0). */
+size_t cq_entry_size(enum fi_cq_format fmt)
+{
+	switch (fmt) {
+	case FI_CQ_FORMAT_CONTEXT: return sizeof(struct fi_cq_entry);
+	case FI_CQ_FORMAT_MSG: return sizeof(struct fi_cq_msg_entry);
+	case FI_CQ_FORMAT_DATA: return sizeof(struct fi_cq_data_entry);
+	default: return sizeof(struct fi_cq_tagged_entry);
+	}
+}
+
+void cq_widen(enum fi_cq_format fmt, const void *entry, struct fi_cq_tagged_entry *out)
+{
+	/* Each format's entry starts with the previous format's fields. */
+	const struct fi_cq_tagged_entry *e = entry;
+	memset(out, 0, sizeof(*out));
+	out->op_context = e->op_context;
+	if (fmt == FI_CQ_FORMAT_CONTEXT)
+		return;
+	out->flags = e->flags;
+	out->len = e->len;
+	if (fmt == FI_CQ_FORMAT_MSG)
+		return;
+	out->buf = e->buf;
+	out->data = e->data;
+	if (fmt == FI_CQ_FORMAT_DATA)
+		return;
+	out->tag = e->tag;
+}
+
+/* Reads up to n entries of cq's format into tagged entries. */
 static ssize_t cq_read_tagged(struct fid_cq *cq, struct fi_cq_tagged_entry *out, size_t n, fi_addr_t *srcs)
 {
 	enum fi_cq_format fmt = cq_format_of(cq);
 	if (fmt == FI_CQ_FORMAT_TAGGED || fmt == FI_CQ_FORMAT_UNSPEC)
 		return fi_cq_readfrom(cq, out, n, srcs);
-	union {
-		struct fi_cq_entry c[16];
-		struct fi_cq_msg_entry m[16];
-		struct fi_cq_data_entry d[16];
-	} u;
+	struct fi_cq_data_entry raw[16]; /* the largest of the other formats */
 	if (n > 16)
 		n = 16;
-	ssize_t r = fi_cq_readfrom(cq, &u, n, srcs);
-	for (ssize_t i = 0; i < r; i++) {
-		memset(&out[i], 0, sizeof(out[i]));
-		switch (fmt) {
-		case FI_CQ_FORMAT_CONTEXT:
-			out[i].op_context = u.c[i].op_context;
-			break;
-		case FI_CQ_FORMAT_MSG:
-			out[i].op_context = u.m[i].op_context;
-			out[i].flags = u.m[i].flags;
-			out[i].len = u.m[i].len;
-			break;
-		default:
-			out[i].op_context = u.d[i].op_context;
-			out[i].flags = u.d[i].flags;
-			out[i].len = u.d[i].len;
-			out[i].buf = u.d[i].buf;
-			out[i].data = u.d[i].data;
-		}
-	}
+	ssize_t r = fi_cq_readfrom(cq, raw, n, srcs);
+	for (ssize_t i = 0; i < r; i++)
+		cq_widen(fmt, (const char *)raw + i * cq_entry_size(fmt), &out[i]);
 	return r;
 }
 

@@ -169,6 +169,11 @@ int cq_progress(struct fid_cq *cq);
  * the stash reads entries of that size and widens them to tagged entries. */
 void cq_format_note(struct fid_cq *cq, enum fi_cq_format fmt);
 
+/* The size of one entry of a CQ format, and an entry of that format widened
+ * to a tagged entry (fields the format lacks are 0). */
+size_t cq_entry_size(enum fi_cq_format fmt);
+void cq_widen(enum fi_cq_format fmt, const void *entry, struct fi_cq_tagged_entry *out);
+
 /* Takes the oldest stashed entry of cq: 1 (success entry, fields the CQ's
  * format lacks are 0), -1 (error entry, in *err), 0 (none). */
 int cq_stash_pop(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src, struct fi_cq_err_entry *err);

@@ -24,16 +24,6 @@
 
 static enum fi_cq_format g_fmt;
 
-static size_t entry_size(enum fi_cq_format f)
-{
-	switch (f) {
-	case FI_CQ_FORMAT_CONTEXT: return sizeof(struct fi_cq_entry);
-	case FI_CQ_FORMAT_MSG: return sizeof(struct fi_cq_msg_entry);
-	case FI_CQ_FORMAT_DATA: return sizeof(struct fi_cq_data_entry);
-	default: return sizeof(struct fi_cq_tagged_entry);
-	}
-}
-
 /* Reads one entry of the CQ's format into a tagged entry (fields the format
  * lacks are left 0), with fi_cq_readfrom into *src when src is given;
  * returns 1, or 0 on timeout. */
@@ -70,20 +60,9 @@ static int read_one_from(struct fid_cq *cq, struct fi_cq_tagged_entry *out, int 
 			return 0;
 	}
 	const uint8_t *raw = (const uint8_t *)&e;
-	for (size_t i = entry_size(g_fmt); i < sizeof(e); i++)
-		EXPECT(raw[i] == 0xee, "fi_cq_read wrote byte %zu, past a %zu-byte entry", i, entry_size(g_fmt));
-	out->op_context = e.c.op_context;
-	if (g_fmt == FI_CQ_FORMAT_CONTEXT)
-		return 1;
-	out->flags = e.m.flags;
-	out->len = e.m.len;
-	if (g_fmt == FI_CQ_FORMAT_MSG)
-		return 1;
-	out->buf = e.d.buf;
-	out->data = e.d.data;
-	if (g_fmt == FI_CQ_FORMAT_DATA)
-		return 1;
-	out->tag = e.t.tag;
+	for (size_t i = cq_entry_size(g_fmt); i < sizeof(e); i++)
+		EXPECT(raw[i] == 0xee, "fi_cq_read wrote byte %zu, past a %zu-byte entry", i, cq_entry_size(g_fmt));
+	cq_widen(g_fmt, &e, out);
 	return 1;
 }
 
