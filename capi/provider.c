@@ -36,6 +36,18 @@ static void lnx_cleanup(void)
 {
 }
 
+/* The newest libfabric API whose ABI and semantics lnx knows (checked
+ * against that release's headers by tests/deb13). */
+#define LNX_API_NEWEST FI_VERSION(2, 1)
+
+/* The API version lnx reports: the running libfabric's, capped at the
+ * newest lnx knows. fi_getinfo hides a provider whose fi_version is below
+ * the version an application asks for, and Open MPI 5 asks for 1.18. */
+static uint32_t lnx_api_version(uint32_t running)
+{
+	return FI_VERSION_LT(running, LNX_API_NEWEST) ? running : LNX_API_NEWEST;
+}
+
 struct fi_provider lnx_prov = {
 	.version = LNX_PROV_VERSION,
 	.fi_version = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION),
@@ -110,6 +122,7 @@ struct fi_provider *fi_prov_ini(void)
 {
 	/* fi_fini frees the parameter list, so define again on each load. */
 	lnx_define_params();
+	lnx_prov.fi_version = lnx_api_version(fi_version());
 	lnx_go_init();
 	return &lnx_prov;
 }
