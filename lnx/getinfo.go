@@ -21,7 +21,23 @@ const baseCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.DIRECTED_RECV |
 	fi.LOCAL_COMM | fi.REMOTE_COMM | fi.SOURCE
 
 const txCapMask = fi.MSG | fi.TAGGED | fi.SEND | fi.HMEM | fi.LOCAL_COMM | fi.REMOTE_COMM
-const rxCapMask = fi.MSG | fi.TAGGED | fi.RECV | fi.DIRECTED_RECV | fi.SOURCE | fi.HMEM | fi.LOCAL_COMM | fi.REMOTE_COMM
+const rxCapMask = fi.MSG | fi.TAGGED | fi.RECV | fi.DIRECTED_RECV | fi.SOURCE | fi.HMEM | fi.LOCAL_COMM | fi.REMOTE_COMM |
+	fi.TAGGED_DIRECTED_RECV | fi.EXACT_DIRECTED_RECV
+
+// capsFor is what lnx reports for an application that asked for API
+// version, and what it grants beyond that when asked. From 2.0 bits 45 and
+// 48 are FI_TAGGED_DIRECTED_RECV (lnx's directed receive covers tagged
+// receives) and FI_EXACT_DIRECTED_RECV (a promise never to post an
+// any-source receive, which lnx's matching does not need but honours);
+// before 2.0 the same bits mean other things and are refused.
+func capsFor(version uint32) (offered, grantable uint64) {
+	offered = baseCaps | hmemCaps()
+	if version >= fi.V2_0 {
+		offered |= fi.TAGGED_DIRECTED_RECV
+		return offered, offered | fi.EXACT_DIRECTED_RECV
+	}
+	return offered, offered
+}
 
 // Secondary caps a provider may add to what the hints asked for.
 const secondaryCaps = fi.LOCAL_COMM | fi.REMOTE_COMM | fi.SOURCE
@@ -70,6 +86,26 @@ type Link struct {
 // CoreChoice is one network core domain of a link.
 type CoreChoice struct {
 	Prov, Domain string
+	// ProvName is the core's name for itself (fabric_attr->prov_name of
+	// the fi_info chosen): "tcp;ofi_rxm" where the link says "tcp".
+	ProvName string
+}
+
+// ProvName spells the link's cores the way libfabric 2.x's built-in lnx
+// names its fi_infos before the core appends ":lnx": "shm+tcp;ofi_rxm".
+func (l *Link) ProvName() string {
+	var parts []string
+	if l.Group.HasShm() {
+		parts = append(parts, links.Shm)
+	}
+	seen := map[string]bool{}
+	for _, c := range l.Cores {
+		if !seen[c.ProvName] {
+			seen[c.ProvName] = true
+			parts = append(parts, c.ProvName)
+		}
+	}
+	return strings.Join(parts, "+")
 }
 
 // Name is the domain name lnx reports for the link ("shm+tcp;ofi_rxm:lo").
@@ -151,7 +187,7 @@ func resolve(version uint32, g links.Group) (*Link, error) {
 			list.Prefer(netAddrFormat())
 			ci := list.Infos[0]
 			l.lim.meet(limitsOf(&ci.Info))
-			l.Cores = append(l.Cores, CoreChoice{Prov: m.Prov, Domain: ci.Domain.Name})
+			l.Cores = append(l.Cores, CoreChoice{Prov: m.Prov, Domain: ci.Domain.Name, ProvName: ci.Provider()})
 			list.Free()
 		}
 	}
@@ -186,7 +222,7 @@ func Links(version uint32) ([]*Link, error) {
 
 // Info builds the fi_info lnx reports for a link.
 func (l *Link) Info(version uint32) fi.Info {
-	caps := baseCaps | hmemCaps()
+	caps, _ := capsFor(version)
 	in := fi.Info{
 		Caps: caps, AddrFormat: fi.FORMAT_UNSPEC,
 		HasTx: true, HasRx: true, HasEP: true, HasDomain: true, HasFabric: true,
@@ -222,12 +258,17 @@ func GetInfo(version uint32, hints *fi.Info) ([]fi.Info, error) {
 	for _, l := range ls {
 		in := l.Info(version)
 		if hints != nil {
-			if why := applyHints(&in, hints); why != "" {
+			if why := applyHints(&in, hints, version); why != "" {
 				reasons = append(reasons, fmt.Sprintf("%s: %s", in.Domain.Name, why))
 				continue
 			}
 		}
 		out = append(out, in)
+		if linkedNames() {
+			linked := in
+			linked.Fabric.ProvName = l.ProvName()
+			out = append(out, linked)
+		}
 	}
 	if len(out) == 0 {
 		msg := strings.Join(reasons, "; ")
@@ -237,9 +278,19 @@ func GetInfo(version uint32, hints *fi.Info) ([]fi.Info, error) {
 	return out, nil
 }
 
+// linkedNames says whether the running libfabric names a provider called
+// "lnx*" the way it names linked providers (2.0 and later): it then
+// appends ":lnx" to a prov_name the provider sets. Each link is then
+// offered twice, as "lnx" and as "<cores>:lnx" ("shm+tcp;ofi_rxm:lnx"),
+// because Open MPI 5 selects providers by prefix of that name and users'
+// include lists carry either spelling. Under 1.x lnx is a core-typed
+// provider and must leave prov_name unset.
+var linkedNames = func() bool { return ofi.RuntimeVersion() >= fi.V2_0 }
+
 // applyHints narrows in to what hints ask for, or says why it cannot.
-func applyHints(in *fi.Info, h *fi.Info) string {
-	if extra := h.Caps &^ in.Caps; extra != 0 {
+func applyHints(in *fi.Info, h *fi.Info, version uint32) string {
+	_, grantable := capsFor(version)
+	if extra := h.Caps &^ grantable; extra != 0 {
 		return fmt.Sprintf("caps %#x not supported", extra)
 	}
 	if h.Caps != 0 {
@@ -304,8 +355,14 @@ func applyHints(in *fi.Info, h *fi.Info) string {
 		if d.Name != "" && d.Name != in.Domain.Name {
 			return fmt.Sprintf("domain %q not offered", d.Name)
 		}
-		if d.DataProg == fi.PROGRESS_AUTO {
+		switch {
+		case d.DataProg == fi.PROGRESS_AUTO:
 			return "FI_PROGRESS_AUTO data progress not supported"
+		case d.DataProg != fi.PROGRESS_UNSPEC && d.DataProg != fi.PROGRESS_MANUAL:
+			return fmt.Sprintf("data progress %d unknown", d.DataProg)
+		case !controlProgressKnown(d.ControlProgress, version):
+			return fmt.Sprintf("control progress %d unknown to API %d.%d",
+				d.ControlProgress, version>>16, version&0xffff)
 		}
 		if d.Threading != fi.THREAD_UNSPEC {
 			in.Domain.Threading = d.Threading
@@ -340,4 +397,17 @@ func applyHints(in *fi.Info, h *fi.Info) string {
 		}
 	}
 	return ""
+}
+
+// controlProgressKnown: FI_PROGRESS_CONTROL_UNIFIED exists from API 2.0
+// (control operations progress with the data calls, which lnx's control
+// operations never need).
+func controlProgressKnown(p int, version uint32) bool {
+	switch p {
+	case fi.PROGRESS_UNSPEC, fi.PROGRESS_AUTO, fi.PROGRESS_MANUAL:
+		return true
+	case fi.PROGRESS_CONTROL_UNIFIED:
+		return version >= fi.V2_0
+	}
+	return false
 }

@@ -128,3 +128,72 @@ func TestGetInfoWithTCP(t *testing.T) {
 		t.Errorf("inject size %d is not the minimum over the cores", in.Tx.InjectSize)
 	}
 }
+
+// Under libfabric 2.x each link is offered as "lnx" and as
+// "<cores>:lnx" (the core appends ":lnx" to the prov_name lnx sets);
+// under 1.x only once, with prov_name left for the core to fill.
+func TestGetInfoLinkedNames(t *testing.T) {
+	for _, linked := range []bool{false, true} {
+		old := linkedNames
+		linkedNames = func() bool { return linked }
+		withEnv(t, map[string]string{EnvLinks: "shm|shm+tcp;ofi_rxm:lo"})
+		infos, err := GetInfo(v117, nil)
+		linkedNames = old
+		if err != nil {
+			t.Skipf("links unavailable: %v", err)
+		}
+		want := []string{"", "shm", "", "shm+tcp;ofi_rxm"}
+		if !linked {
+			want = []string{"", ""}
+		}
+		if len(infos) != len(want) {
+			t.Fatalf("linked=%v: %d infos, want %d", linked, len(infos), len(want))
+		}
+		for i, in := range infos {
+			if in.Fabric.ProvName != want[i] {
+				t.Errorf("linked=%v: info %d prov_name %q, want %q", linked, i, in.Fabric.ProvName, want[i])
+			}
+			if linked && i%2 == 1 && in.Domain.Name != infos[i-1].Domain.Name {
+				t.Errorf("twin %d domain %q, want %q", i, in.Domain.Name, infos[i-1].Domain.Name)
+			}
+		}
+	}
+}
+
+// Bits 45 and 48 and control progress 3 mean something only from API 2.0.
+func TestGetInfoAPISemantics(t *testing.T) {
+	withEnv(t, map[string]string{EnvLinks: "shm"})
+	for _, c := range []struct {
+		caps     uint64
+		progress int
+		v2, v1   bool // accepted under API 2.1, under 1.18
+	}{
+		{fi.TAGGED_DIRECTED_RECV, 0, true, false},
+		{fi.EXACT_DIRECTED_RECV, 0, true, false},
+		{fi.TAGGED_MULTI_RECV, 0, false, false},
+		{0, fi.PROGRESS_CONTROL_UNIFIED, true, false},
+		{0, 9, false, false},
+	} {
+		for _, v := range []uint32{fi.Version(2, 1), fi.V1_18} {
+			h := fi.Info{Caps: fi.MSG | fi.TAGGED | c.caps, HasDomain: true}
+			h.Domain.ControlProgress = c.progress
+			infos, err := GetInfo(v, &h)
+			want := c.v2
+			if v < fi.V2_0 {
+				want = c.v1
+			}
+			if (err == nil) != want {
+				t.Errorf("caps %#x progress %d API %#x: err %v, want accepted=%v", c.caps, c.progress, v, err, want)
+			}
+			if err == nil && infos[0].Caps&c.caps != c.caps {
+				t.Errorf("caps %#x asked, %#x granted", c.caps, infos[0].Caps)
+			}
+		}
+	}
+	if in := (&Link{}).Info(fi.V1_18); in.Caps&fi.TAGGED_DIRECTED_RECV != 0 {
+		t.Errorf("API 1.18 answer reports bit 45 (FI_HMEM_HOST_ALLOC there)")
+	}
+	if in := (&Link{}).Info(fi.Version(2, 1)); in.Rx.Caps&fi.TAGGED_DIRECTED_RECV == 0 {
+		t.Errorf("API 2.1 answer lacks FI_TAGGED_DIRECTED_RECV")
+	}
+}

@@ -122,12 +122,13 @@ func (d *Domain) RegMR(a MRAttr) (*MR, error) {
 }
 
 // Registration flags lnx accepts (FI_RMA_EVENT and the like are for RMA
-// targets, which lnx does not offer, and do no harm).
+// targets, which lnx does not offer, and do no harm; the FI_HMEM_* flags
+// describe how a buffer was allocated, which lnx learns from its iface).
+// FI_MR_DMABUF is refused: mr_iov then points at a dmabuf descriptor.
 const (
-	mrFlagRMAEvent   = uint64(1) << 56 // FI_RMA_EVENT
-	mrFlagDeviceOnly = uint64(1) << 39 // FI_HMEM_DEVICE_ONLY
-	mrFlagsKnown     = mrFlagRMAEvent | mrFlagDeviceOnly
-	mrAccessKnown    = fi.SEND | fi.RECV | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE
+	mrFlagRMAEvent = uint64(1) << 56 // FI_RMA_EVENT
+	mrFlagsKnown   = mrFlagRMAEvent | fi.HMEM_HOST_ALLOC | fi.HMEM_DEVICE_ONLY
+	mrAccessKnown  = fi.SEND | fi.RECV | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE
 )
 
 // assignKey picks the key fi_mr_key reports. With FI_MR_PROV_KEY lnx

@@ -121,3 +121,23 @@ const (
 	WAIT_UNSPEC = 1
 	WAIT_FD     = 3
 )
+
+// API versions (FI_VERSION(major, minor)).
+const (
+	V1_18 = 1<<16 | 18
+	V2_0  = 2 << 16
+)
+
+// Bits that libfabric 2.0 reassigned (capi/include/lnx_abi2.h): which
+// meaning applies follows the API version the application asked for.
+// The MR flags keep their 1.x bits in fi_mr_regattr's flags.
+const (
+	TAGGED_DIRECTED_RECV uint64 = 1 << 45 // cap, API >= 2.0
+	TAGGED_MULTI_RECV    uint64 = 1 << 46 // cap, API >= 2.0
+	EXACT_DIRECTED_RECV  uint64 = 1 << 48 // cap, API >= 2.0 (FI_VARIABLE_MSG before)
+	HMEM_HOST_ALLOC      uint64 = 1 << 45 // fi_mr_regattr flag
+	HMEM_DEVICE_ONLY     uint64 = 1 << 46 // fi_mr_regattr flag
+	MR_DMABUF            uint64 = 1 << 40 // fi_mr_regattr flag, API >= 1.20
+
+	PROGRESS_CONTROL_UNIFIED = 3 // control progress, API >= 2.0
+)

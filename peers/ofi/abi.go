@@ -6,6 +6,8 @@ package ofi
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_eq.h>
+#cgo CFLAGS: -I${SRCDIR}/../../capi/include
+#include "lnx_abi2.h"
 */
 import "C"
 
@@ -53,6 +55,16 @@ func ABIMismatches() []string {
 		{"FI_ENOCQ", uint64(fi.ENOCQ), C.FI_ENOCQ}, {"FI_EOPBADSTATE", uint64(fi.EOPBADSTATE), C.FI_EOPBADSTATE},
 		{"FI_ECANCELED", uint64(fi.ECANCELED), C.FI_ECANCELED}, {"FI_ENODATA", uint64(fi.ENODATA), C.FI_ENODATA},
 		{"FI_EAGAIN", uint64(fi.EAGAIN), C.FI_EAGAIN}, {"FI_EBADFLAGS", uint64(fi.EBADFLAGS), C.FI_EBADFLAGS},
+		{"FI_HMEM_HOST_ALLOC", fi.HMEM_HOST_ALLOC, C.FI_HMEM_HOST_ALLOC},
+		{"FI_HMEM_DEVICE_ONLY", fi.HMEM_DEVICE_ONLY, C.FI_HMEM_DEVICE_ONLY},
+		{"FI_VERSION(2,0)", fi.V2_0, C.LNX_FI_VERSION_2_0},
+		// 2.x values, through the mirror that tests/deb13 checks against
+		// the real 2.x headers.
+		{"FI_TAGGED_DIRECTED_RECV", fi.TAGGED_DIRECTED_RECV, C.LNX_FI2_TAGGED_DIRECTED_RECV},
+		{"FI_TAGGED_MULTI_RECV", fi.TAGGED_MULTI_RECV, C.LNX_FI2_TAGGED_MULTI_RECV},
+		{"FI_EXACT_DIRECTED_RECV", fi.EXACT_DIRECTED_RECV, C.LNX_FI2_EXACT_DIRECTED_RECV},
+		{"FI_MR_DMABUF", fi.MR_DMABUF, C.LNX_FI2_MR_DMABUF},
+		{"FI_PROGRESS_CONTROL_UNIFIED", fi.PROGRESS_CONTROL_UNIFIED, C.LNX_FI2_PROGRESS_CONTROL_UNIFIED},
 	}
 	var bad []string
 	for _, p := range pairs {

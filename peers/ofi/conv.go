@@ -80,8 +80,11 @@ func InfoFromC(p unsafe.Pointer) fi.Info {
 }
 
 // InfoToC allocates a C struct fi_info (with fi_allocinfo, so fi_freeinfo
-// releases it) holding in. The prov_name is left NULL: the libfabric core
-// fills it for a core-typed DL provider and asserts it is unset.
+// releases it) holding in. The running libfabric allocates it, so fields a
+// newer libfabric appended to the attribute structs exist and are zero.
+// prov_name is set only when in.Fabric.ProvName is: libfabric 1.x fills it
+// for a core-typed DL provider and asserts it is unset; 2.x appends ":lnx"
+// to what an lnx-typed provider sets.
 func InfoToC(in *fi.Info) unsafe.Pointer {
 	ci := C.fi_dupinfo(nil)
 	if ci == nil {
@@ -124,6 +127,9 @@ func InfoToC(in *fi.Info) unsafe.Pointer {
 	d.mr_cnt = C.size_t(in.Domain.MRCnt)
 	f := ci.fabric_attr
 	f.name = cStr(in.Fabric.Name)
+	if in.Fabric.ProvName != "" {
+		f.prov_name = cStr(in.Fabric.ProvName)
+	}
 	f.prov_version = C.uint32_t(in.Fabric.ProvVersion)
 	f.api_version = C.uint32_t(in.Fabric.APIVersion)
 	return unsafe.Pointer(ci)

@@ -150,11 +150,46 @@ int lnx_getinfo(struct fi_info *hints, struct fi_info **info)
 	return fi_getinfo(TEST_FI_VERSION, NULL, NULL, 0, hints, info);
 }
 
+uint32_t test_fi_version(void)
+{
+	const char *v = getenv("LNX_TEST_API");
+	unsigned major, minor;
+	if (v && sscanf(v, "%u.%u", &major, &minor) == 2)
+		return FI_VERSION(major, minor);
+	return FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
+}
+
+int lnx_linked_names(void)
+{
+	return FI_VERSION_GE(fi_version(), FI_VERSION(2, 0));
+}
+
+static int has_linked_name(const struct fi_info *i)
+{
+	const char *pn = i->fabric_attr->prov_name;
+	size_t len = strlen(pn);
+	return len > 4 && !strcmp(pn + len - 4, ":lnx");
+}
+
+/* Links in an lnx answer. Under libfabric 2.x every "lnx" entry must be
+ * followed by its twin named "<cores>:lnx", the same domain: checked here
+ * so that every test counting entries checks the pairing too. */
 int info_count(const struct fi_info *info)
 {
 	int n = 0;
-	for (; info; info = info->next)
+	for (; info; info = info->next) {
 		n++;
+		if (!lnx_linked_names() || strcmp(info->fabric_attr->prov_name, "lnx"))
+			continue;
+		const struct fi_info *twin = info->next;
+		EXPECT(twin, "no linked twin after %s", info->domain_attr->name);
+		const char *pn = twin->fabric_attr->prov_name;
+		EXPECT(has_linked_name(twin) && !strncmp(pn, "shm", 3) == !strncmp(info->domain_attr->name, "shm", 3),
+		       "twin prov_name %s for domain %s", pn, info->domain_attr->name);
+		EXPECT(!strcmp(twin->domain_attr->name, info->domain_attr->name), "twin domain %s, want %s",
+		       twin->domain_attr->name, info->domain_attr->name);
+		info = twin;
+	}
 	return n;
 }
 
@@ -179,8 +214,21 @@ void lnx_open(struct lnx *l, const struct lnx_opts *o)
 	l->hints->domain_attr->av_type = o->av_type ? o->av_type : FI_AV_TABLE;
 	CHECK(lnx_getinfo(l->hints, &l->info));
 	EXPECT(l->info != NULL, "fi_getinfo succeeded with an empty list");
-	EXPECT(!strcmp(l->info->fabric_attr->prov_name, "lnx"), "provider %s",
-	       l->info->fabric_attr->prov_name);
+	if (getenv("LNX_TEST_LINKED")) {
+		/* Use the entry spelled as a linked provider ("shm+...:lnx"),
+		 * as an Open MPI 5 include list written for libfabric 2.x's
+		 * built-in lnx selects it. */
+		struct fi_info *i = l->info;
+		while (i && !has_linked_name(i))
+			i = i->next;
+		EXPECT(i, "no linked (<cores>:lnx) entry");
+		i = fi_dupinfo(i);
+		fi_freeinfo(l->info);
+		l->info = i;
+	} else {
+		EXPECT(!strcmp(l->info->fabric_attr->prov_name, "lnx"), "provider %s",
+		       l->info->fabric_attr->prov_name);
+	}
 	EXPECT(!(l->info->domain_attr->mr_mode & FI_MR_LOCAL),
 	       "lnx asks for FI_MR_LOCAL; these tests post unregistered buffers");
 

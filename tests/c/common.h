@@ -28,8 +28,15 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-/* API version the tests ask for: the installed libfabric 1.17. */
-#define TEST_FI_VERSION FI_VERSION(1, 17)
+/* API version the tests ask for: LNX_TEST_API=major.minor, else the
+ * version of the headers the tests were built with (1.17 on Debian 12,
+ * 2.1 on Debian 13). */
+uint32_t test_fi_version(void);
+#define TEST_FI_VERSION test_fi_version()
+
+/* Whether the running libfabric names lnx's fi_infos as linked providers
+ * (2.0+): each link then comes twice, "lnx" and "<cores>:lnx". */
+int lnx_linked_names(void);
 
 /* lnx addresses are fixed-size opaque blobs. */
 #define LNX_ADDRLEN 64 /* FI_NAME_MAX: what Open MPI gives fi_getname */

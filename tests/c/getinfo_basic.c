@@ -9,6 +9,7 @@
  *  4. domain name hint = a link name returned earlier -> exactly that link
  *  5. FI_LNX_PROV_LINKS="shm+tcp;ofi_rxm:lo|shm" -> two entries, in order
  *  6. an answer fed back as hints gives the same link again
+ *  7. caps and progress values read by the API version asked for
  */
 #include "common.h"
 
@@ -19,7 +20,10 @@ static void check_lnx_entry(const struct fi_info *i)
 	char buf[512];
 	EXPECT(i->fabric_attr && i->domain_attr && i->ep_attr && i->tx_attr && i->rx_attr,
 	       "attribute structs present");
-	EXPECT(!strcmp(i->fabric_attr->prov_name, "lnx"), "prov_name %s", i->fabric_attr->prov_name);
+	const char *pn = i->fabric_attr->prov_name;
+	size_t len = strlen(pn);
+	EXPECT(!strcmp(pn, "lnx") || (lnx_linked_names() && len > 4 && !strcmp(pn + len - 4, ":lnx")),
+	       "prov_name %s", pn);
 	EXPECT(i->fabric_attr->name && !strcmp(i->fabric_attr->name, "lnx"), "fabric name %s",
 	       i->fabric_attr->name ? i->fabric_attr->name : "(null)");
 	EXPECT(i->domain_attr->name && i->domain_attr->name[0], "domain name set");
@@ -197,6 +201,57 @@ static void test_shm_only(void)
 	note("shm link: ok");
 }
 
+/* Bits that libfabric 2.0 gave new meanings (rdma/fabric.h of 2.x); the
+ * 1.17 headers name them otherwise. */
+#define API2_TAGGED_DIRECTED_RECV (1ULL << 45)
+#define API2_TAGGED_MULTI_RECV (1ULL << 46)
+#define API2_EXACT_DIRECTED_RECV (1ULL << 48)
+#define API2_PROGRESS_CONTROL_UNIFIED 3
+
+/* 7. What the caps and progress bits mean follows the API version asked
+ *    for: under 2.x lnx grants tagged and exact directed receive and
+ *    unified control progress; under 1.x those values mean other things
+ *    (or nothing) and are refused. */
+static int try_hints(uint64_t caps, int control_progress)
+{
+	struct fi_info *h = lnx_hints(), *info = NULL;
+	h->caps |= caps;
+	h->domain_attr->control_progress = control_progress;
+	int ret = lnx_getinfo(h, &info);
+	if (!ret) {
+		for (struct fi_info *i = info; i; i = i->next)
+			EXPECT((i->caps & caps) == caps, "caps %#llx not granted",
+			       (unsigned long long)caps);
+	}
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+	return ret;
+}
+
+static void test_api_semantics(void)
+{
+	set_links(LINK_SHM);
+	int v2 = FI_VERSION_GE(TEST_FI_VERSION, FI_VERSION(2, 0));
+	int want = v2 ? 0 : -FI_ENODATA;
+	EXPECT(try_hints(API2_TAGGED_DIRECTED_RECV, 0) == want, "FI_TAGGED_DIRECTED_RECV bit under API %u.%u",
+	       FI_MAJOR(TEST_FI_VERSION), FI_MINOR(TEST_FI_VERSION));
+	EXPECT(try_hints(API2_EXACT_DIRECTED_RECV, 0) == want, "FI_EXACT_DIRECTED_RECV bit");
+	EXPECT(try_hints(0, API2_PROGRESS_CONTROL_UNIFIED) == want, "FI_PROGRESS_CONTROL_UNIFIED");
+	EXPECT(try_hints(API2_TAGGED_MULTI_RECV, 0) == -FI_ENODATA, "FI_TAGGED_MULTI_RECV granted");
+	EXPECT(try_hints(0, 77) == -FI_ENODATA, "control progress 77 accepted");
+
+	/* The default answer reports tagged directed receive only under 2.x. */
+	struct fi_info *h = lnx_hints(), *info = NULL;
+	h->caps = 0;
+	CHECK(lnx_getinfo(h, &info));
+	fi_freeinfo(h);
+	EXPECT(!!(info->caps & API2_TAGGED_DIRECTED_RECV) == v2, "caps %#llx under API %u.%u",
+	       (unsigned long long)info->caps, FI_MAJOR(TEST_FI_VERSION), FI_MINOR(TEST_FI_VERSION));
+	EXPECT(info->fabric_attr->api_version == TEST_FI_VERSION, "api_version %#x", info->fabric_attr->api_version);
+	fi_freeinfo(info);
+	note("API %u.%u semantics: ok", FI_MAJOR(TEST_FI_VERSION), FI_MINOR(TEST_FI_VERSION));
+}
+
 int main(void)
 {
 	snprintf(g_role, sizeof(g_role), "getinfo_basic");
@@ -206,6 +261,7 @@ int main(void)
 	test_ompi_hints(LINK_SHM);
 	test_domain_hint();
 	test_shm_only();
+	test_api_semantics();
 	note("PASS");
 	return 0;
 }

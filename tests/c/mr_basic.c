@@ -101,6 +101,13 @@ static void bad_requests(void)
 	CHECK_RC(fi_mr_reg(l.domain, buf, sizeof(buf), 1ULL << 63, 0, 0, 0, &mr, NULL), -FI_EINVAL);
 	CHECK_RC(fi_mr_reg(l.domain, buf, sizeof(buf), FI_SEND, 0, 0, 1ULL << 2, &mr, NULL), -FI_EBADFLAGS);
 	CHECK_RC(fi_mr_reg(l.domain, NULL, 64, FI_SEND, 0, 0, 0, &mr, NULL), -FI_EINVAL);
+	/* FI_HMEM_HOST_ALLOC (bit 45 in 1.17 and 2.x) is a plain host buffer
+	 * to lnx; bit 39 means nothing to fi_mr_reg; FI_MR_DMABUF (bit 40,
+	 * 1.20+) would make mr_iov a dmabuf descriptor, which lnx does not take. */
+	CHECK(fi_mr_reg(l.domain, buf, sizeof(buf), FI_SEND, 0, 0, 1ULL << 45, &mr, NULL));
+	CHECK(fi_close(&mr->fid));
+	CHECK_RC(fi_mr_reg(l.domain, buf, sizeof(buf), FI_SEND, 0, 0, 1ULL << 39, &mr, NULL), -FI_EBADFLAGS);
+	CHECK_RC(fi_mr_reg(l.domain, buf, sizeof(buf), FI_SEND, 0, 0, 1ULL << 40, &mr, NULL), -FI_EBADFLAGS);
 
 	/* Device memory with no runtime loaded (FI_LNX_*_LIB=none). */
 	EXPECT(!(l.info->caps & FI_HMEM), "FI_HMEM reported with no device runtime");
