@@ -8,7 +8,7 @@ CTEST_DIR := build/ctest
 # never be unloaded; the image stays mapped and fi_prov_ini runs again.
 LDFLAGS := -extldflags=-Wl,-z,nodelete
 
-.PHONY: all deps lib test gotest ctest fuzz bench pingpong clean
+.PHONY: all deps lib test gotest ctest fuzz deb13 bench pingpong clean clean-deb13
 
 all: lib
 
@@ -60,7 +60,14 @@ fuzz:
 	$(call fuzz,FuzzRecord,$(FUZZ_REC),./shm)
 	$(call fuzz,FuzzQueue,$(FUZZ_QUEUE),./peers)
 
-test: gotest ctest fuzz
+# The Debian 13 suite: libfabric 2.1 and Open MPI 5.0.7 in a debootstrapped
+# root under build/deb13 (made once, then reused), against the library
+# built here; see tests/deb13/suite.sh. A machine that cannot make the
+# root skips it with a message; CI (CI=true) cannot skip it.
+deb13: lib
+	bash tests/deb13/run.sh
+
+test: gotest ctest fuzz deb13
 
 BENCH := build/bench/fi_bench
 $(BENCH): tests/bench/fi_bench.c
@@ -102,3 +109,9 @@ bench: lib $(BENCH) $(EMU)
 
 clean:
 	rm -rf build/lib build/ctest build/bench
+
+# Removes the Debian 13 root (never while anything is mounted in it).
+clean-deb13:
+	@! findmnt -rn -o TARGET | grep -qF '$(CURDIR)/build/deb13/' || \
+		{ echo "clean-deb13: mounts are active under build/deb13; not removing" >&2; exit 1; }
+	rm -rf build/deb13

@@ -3,7 +3,8 @@
 # machine. Go itself comes from the machine image (/usr/local/go).
 set -euo pipefail
 pkgs=(libfabric-dev libfabric1 libfabric-bin cmake pkg-config gcc make openmpi-bin libopenmpi-dev
-	libamdhip64-5) # the real ROCm runtime: hmem/rocm checks its symbols (no GPU needed)
+	libamdhip64-5 # the real ROCm runtime: hmem/rocm checks its symbols (no GPU needed)
+	debootstrap)  # the Debian 13 root of the libfabric 2.x suite (tests/deb13)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

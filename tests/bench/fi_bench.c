@@ -198,7 +198,7 @@ static void setup(struct ctx *c, const struct bcase *bc, size_t maxsize, int rfd
 				      (c->dev ? FI_MR_HMEM : 0);
 	hints->domain_attr->av_type = FI_AV_TABLE;
 	hints->fabric_attr->prov_name = strdup(bc->prov);
-	CHK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &c->info));
+	CHK(fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, &c->info));
 	fi_freeinfo(hints);
 	CHK(fi_fabric(c->info->fabric_attr, &c->fab, NULL));
 	CHK(fi_domain(c->fab, c->info, &c->dom, NULL));

@@ -171,6 +171,14 @@ static int has_linked_name(const struct fi_info *i)
 	return len > 4 && !strcmp(pn + len - 4, ":lnx");
 }
 
+struct fi_info *next_link(struct fi_info *info)
+{
+	struct fi_info *n = info->next;
+	if (n && lnx_linked_names() && has_linked_name(n) && !has_linked_name(info))
+		n = n->next;
+	return n;
+}
+
 /* Links in an lnx answer. Under libfabric 2.x every "lnx" entry must be
  * followed by its twin named "<cores>:lnx", the same domain: checked here
  * so that every test counting entries checks the pairing too. */

@@ -37,6 +37,8 @@ uint32_t test_fi_version(void);
 /* Whether the running libfabric names lnx's fi_infos as linked providers
  * (2.0+): each link then comes twice, "lnx" and "<cores>:lnx". */
 int lnx_linked_names(void);
+/* The entry of the next link in an lnx answer (past a linked twin). */
+struct fi_info *next_link(struct fi_info *info);
 
 /* lnx addresses are fixed-size opaque blobs. */
 #define LNX_ADDRLEN 64 /* FI_NAME_MAX: what Open MPI gives fi_getname */

@@ -57,7 +57,7 @@ static void cycle(const char *links)
 int main(int argc, char **argv)
 {
 	const char *links = argc > 1 && !strcmp(argv[1], "link") ? LINK_TCP : LINK_SHM;
-	int cycles = 1000;
+	int cycles = getenv("LNX_CYCLES") ? atoi(getenv("LNX_CYCLES")) : 1000;
 	for (int i = 0; i < 50; i++)
 		cycle(links);
 	int fds0 = count_fds(), shm0 = count_shm();

@@ -144,11 +144,11 @@ static void test_domain_hint(void)
 	CHECK(lnx_getinfo(h, &info));
 	EXPECT(info_count(info) == 2, "%d entries for %s", info_count(info), two);
 	EXPECT(!strcmp(info->domain_attr->name, LINK_TCP), "first %s", info->domain_attr->name);
-	EXPECT(!strcmp(info->next->domain_attr->name, LINK_SHM), "second %s",
-	       info->next->domain_attr->name);
+	EXPECT(!strcmp(next_link(info)->domain_attr->name, LINK_SHM), "second %s",
+	       next_link(info)->domain_attr->name);
 	for (struct fi_info *i = info; i; i = i->next)
 		check_lnx_entry(i);
-	note("two links: %s | %s", info->domain_attr->name, info->next->domain_attr->name);
+	note("two links: %s | %s", info->domain_attr->name, next_link(info)->domain_attr->name);
 
 	/* Ask for each link by name. */
 	for (struct fi_info *i = info; i; i = i->next) {
@@ -163,8 +163,10 @@ static void test_domain_hint(void)
 		fi_freeinfo(hd);
 	}
 
-	/* An answer fed back as hints (a common application pattern). */
-	for (struct fi_info *i = info; i; i = i->next) {
+	/* An answer fed back as hints (a common application pattern). Not
+	 * a linked twin ("<cores>:lnx"): libfabric 2.x's own name filter
+	 * passes no provider for such a prov_name hint. */
+	for (struct fi_info *i = info; i; i = next_link(i)) {
 		struct fi_info *dup = fi_dupinfo(i);
 		ASSERT(dup);
 		CHECK(lnx_getinfo(dup, &again));

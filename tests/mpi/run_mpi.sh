@@ -8,13 +8,19 @@
 # an MPI program built from tests/mpi (it prints "<name>: ok" on success).
 # Environment: FI_PROVIDER_PATH (directory holding liblnx-fi.so, required),
 # MPIRUN (default: mpirun.openmpi if present, else mpirun), MPI_TIMEOUT
-# (seconds, default 120).
+# (seconds, default 120), LNX_INCLUDE (Open MPI's mtl_ofi_provider_include,
+# default "lnx"; e.g. "shm+tcp;ofi_rxm:lnx", the libfabric 2.x spelling),
+# LNX_BUILTIN=1 (run over libfabric's own built-in lnx for comparison:
+# FI_PROVIDER_PATH need not hold liblnx-fi.so, FI_LNX_PROV_LINKS is passed
+# on).
 #
 # The test fails unless
 #   - mpirun exits 0 within the timeout,
-#   - Open MPI's verbose output names the chosen provider as
-#     "mtl:ofi:provider: <domain>" with a domain containing "shm" (lnx's
-#     link domain, e.g. "shm+tcp;ofi_rxm:lo"; no other provider has one),
+#   - Open MPI's verbose output shows every rank on lnx: Open MPI 4.1
+#     prints "mtl:ofi:provider: <domain>", which must contain "shm" (lnx's
+#     link domain, e.g. "shm+tcp;ofi_rxm:lo"; no other provider has one);
+#     Open MPI 5 prints "mtl:ofi:provider: <name>", which must be "lnx" or
+#     end in ":lnx", then "mtl:ofi:provider:domain: <domain>" with "shm";
 #     i.e. the ofi MTL ran over lnx, not a fallback, and
 #   - the program printed its success line.
 set -u
@@ -31,7 +37,7 @@ if [ -z "${FI_PROVIDER_PATH:-}" ]; then
 	echo "run_mpi.sh: FI_PROVIDER_PATH is not set" >&2
 	exit 2
 fi
-if [ ! -e "$FI_PROVIDER_PATH/liblnx-fi.so" ]; then
+if [ -z "${LNX_BUILTIN:-}" ] && [ ! -e "$FI_PROVIDER_PATH/liblnx-fi.so" ]; then
 	echo "run_mpi.sh: $FI_PROVIDER_PATH/liblnx-fi.so does not exist (run make lib)" >&2
 	exit 2
 fi
@@ -50,12 +56,20 @@ trap 'rm -f "$out"' EXIT
 # both shm and the network core.
 wrap=()
 extra=()
+if [ -n "${LNX_BUILTIN:-}" ]; then
+	extra+=(-x FI_LNX_PROV_LINKS)
+fi
+# Open MPI 5 prints the chosen provider on common/ofi's verbose stream.
+ompi_major=$("$MPIRUN" --version 2>&1 | sed -n 's/.*(Open MPI) \([0-9]*\)\..*/\1/p' | head -n 1)
+if [ "${ompi_major:-0}" -ge 5 ]; then
+	extra+=(--mca opal_common_ofi_verbose 1)
+fi
 if [ -n "${RANKS_PER_NODE:-}" ]; then
 	wrap=(sh "$(dirname "$0")/simnode.sh")
-	extra=(-x RANKS_PER_NODE -x FI_LNX_DUMP_STATS=1)
+	extra+=(-x RANKS_PER_NODE -x FI_LNX_DUMP_STATS=1)
 fi
 cmd=("$MPIRUN" --allow-run-as-root --oversubscribe -np "$np"
-	--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include lnx
+	--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "${LNX_INCLUDE:-lnx}"
 	--mca mtl_base_verbose 100 --mca mtl_ofi_av "$av"
 	--mca btl self --bind-to none
 	-x FI_PROVIDER_PATH -x FI_TCP_IFACE=lo "${extra[@]}"
@@ -65,6 +79,8 @@ start=$(date +%s.%N)
 timeout -k 10 "${MPI_TIMEOUT:-120}" "${cmd[@]}" >"$out" 2>&1
 rc=$?
 end=$(date +%s.%N)
+# Open MPI 5 sometimes starts a forwarded line with a NUL byte.
+tr -d '\000' <"$out" >"$out.txt" && mv "$out.txt" "$out"
 
 fail=
 if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
@@ -74,8 +90,14 @@ elif [ $rc -ne 0 ]; then
 fi
 # Every rank prints the provider line(s), prefixed "[host:pid]"; every rank
 # must name an lnx (shm...) domain and none another provider.
-nprov=$(grep -E 'mtl:ofi:provider: [^ ]*shm' "$out" | grep -oE '^\[[^]]*\]' | sort -u | wc -l)
-nother=$(grep -E 'mtl:ofi:provider: ' "$out" | grep -vcE 'mtl:ofi:provider: [^ ]*shm')
+if [ "${ompi_major:-0}" -ge 5 ]; then
+	ondomain='mtl:ofi:provider:domain: [^ ]*shm'
+	nother=$(grep -aE 'mtl:ofi:provider: ' "$out" | grep -vcE 'mtl:ofi:provider: ([^ ]*:)?lnx *$')
+else
+	ondomain='mtl:ofi:provider: [^ ]*shm'
+	nother=$(grep -aE 'mtl:ofi:provider: ' "$out" | grep -vcE 'mtl:ofi:provider: [^ ]*shm')
+fi
+nprov=$(grep -aE "$ondomain" "$out" | grep -oE '^\[[^]]*\]' | sort -u | wc -l)
 if [ "$nprov" -eq 0 ]; then
 	fail="${fail:+$fail; }no 'mtl:ofi:provider: <shm... domain>' line: lnx was not selected"
 elif [ "$nprov" -ne "$np" ]; then
@@ -85,14 +107,14 @@ if [ "$nother" -ne 0 ]; then
 	fail="${fail:+$fail; }$nother provider line(s) name a provider other than lnx"
 fi
 if [ -n "${RANKS_PER_NODE:-}" ]; then
-	nshm=$(grep -E '^lnx: pid [0-9]+ .* core shm: tx [1-9]' "$out" | awk '{print $3}' | sort -u | wc -l)
-	nnet=$(grep -E '^lnx: pid [0-9]+ .* core tcp;ofi_rxm[^ ]*: tx [1-9]' "$out" | awk '{print $3}' | sort -u | wc -l)
+	nshm=$(grep -aE '^lnx: pid [0-9]+ .* core shm: tx [1-9]' "$out" | awk '{print $3}' | sort -u | wc -l)
+	nnet=$(grep -aE '^lnx: pid [0-9]+ .* core tcp;ofi_rxm[^ ]*: tx [1-9]' "$out" | awk '{print $3}' | sort -u | wc -l)
 	if [ "$nshm" -ne "$np" ] || [ "$nnet" -ne "$np" ]; then
 		fail="${fail:+$fail; }per-core stats: $nshm of $np ranks sent over shm, $nnet over tcp;ofi_rxm"
 	fi
-	grep -E '^lnx: pid' "$out"
+	grep -aE '^lnx: pid' "$out"
 fi
-if ! grep -qE "^$name: ok" "$out"; then
+if ! grep -aqE "^$name: ok" "$out"; then
 	fail="${fail:+$fail; }no '$name: ok' line"
 fi
 
@@ -101,8 +123,8 @@ fi
 if [ -n "$fail" ]; then
 	cat "$out"
 else
-	grep -E 'mtl:ofi:provider: ' "$out" | sed 's/^.*mtl:ofi:provider/mtl:ofi:provider/' | sort | uniq -c
-	grep -vE '^\[[^]]*\] ' "$out"
+	grep -aE 'mtl:ofi:provider(:domain)?: ' "$out" | sed 's/^.*mtl:ofi:provider/mtl:ofi:provider/' | sort | uniq -c
+	grep -avE '^\[[^]]*\] ' "$out"
 fi
 awk -v n="$name" -v np="$np" -v av="$av" -v s="$start" -v e="$end" \
 	'BEGIN { printf "run_mpi.sh: %s np=%s av=%s: %.1fs\n", n, np, av, e - s }'
