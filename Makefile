@@ -106,6 +106,8 @@ bench: lib $(BENCH) $(EMU)
 		$(BENCH) -r 3 -s 64,65536,1048576,4194304 \
 		'lnx=lnx@shm' 'lnx_dev=lnx@shm%dev' 'lnx_devreg=lnx@shm%devregmsg' \
 		'lnx_tcp=lnx@shm+tcp;ofi_rxm:lo#bench' 'lnx_tcp_dev=lnx@shm+tcp;ofi_rxm:lo#bench%dev'
+	@echo '# Debian 13: libfabric 2.1, beside its shm, tcp;ofi_rxm and built-in lnx (tests/deb13/bench.sh)'
+	bash tests/deb13/run.sh bench
 
 clean:
 	rm -rf build/lib build/ctest build/bench

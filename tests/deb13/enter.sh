@@ -41,4 +41,4 @@ bind "$out" /out
 
 # A clean environment: only what the suite passes on.
 chroot "$root" env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-	HOME=/root LANG=C.UTF-8 CI="${CI:-}" DEB13_QUICK="${DEB13_QUICK:-}" "$@"
+	HOME=/root LANG=C.UTF-8 CI="${CI:-}" ROUNDS="${ROUNDS:-}" "$@"

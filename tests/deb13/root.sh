@@ -24,6 +24,11 @@ cannot() {
 	exit 77
 }
 
+# A go.mod makes build/deb13 a module of its own, so that "go vet ./..."
+# and "go test ./..." in the repository do not walk the Debian root (nor,
+# while a run has it mounted, the source tree again under /lnx).
+mkdir -p "$(dirname "$root")"
+[ -f "$(dirname "$root")/go.mod" ] || echo "module lnx-go-deb13-root" >"$(dirname "$root")/go.mod"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$pkgs" ]; then
 	echo "deb13: reusing $root ($(chroot "$root" dpkg-query -W -f='libfabric ${Version}' libfabric1 2>/dev/null))"
 	exit 0

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Makes or reuses the Debian 13 root, then runs suite.sh in it against
-# build/lib/liblnx-fi.so (built on the host, Debian 12). A machine that
-# cannot make the root skips with a message (exit 0), except under CI.
+# Makes or reuses the Debian 13 root, then runs suite.sh (or bench.sh:
+# run.sh bench) in it against build/lib/liblnx-fi.so (built on the host,
+# Debian 12). A machine that cannot make the root skips with a message
+# (exit 0), except under CI.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bash "$here/root.sh"
@@ -11,4 +12,4 @@ if [ $rc -eq 77 ]; then
 elif [ $rc -ne 0 ]; then
 	exit $rc
 fi
-exec bash "$here/enter.sh" bash /lnx/tests/deb13/suite.sh
+exec bash "$here/enter.sh" bash "/lnx/tests/deb13/${1:-suite}.sh"

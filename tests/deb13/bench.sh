@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# make bench's Debian 13 section, run inside the root (enter.sh): fi_bench
+# built against libfabric 2.1's headers, lnx-go beside libfabric 2.1's own
+# shm and tcp;ofi_rxm and beside 2.1's built-in lnx, in one invocation per
+# table (cases interleaved round by round; ratios to the first case).
+# The built-in runs where FI_PROVIDER_PATH holds no lnx-go; it has no way
+# to place two processes of one machine on different nodes, so it appears
+# in the same-node table only.
+set -eu
+mkdir -p /out/bench /out/empty
+gcc -O2 -Wall -o /out/bench/fi_bench /lnx/tests/bench/fi_bench.c $(pkg-config --cflags --libs libfabric) -ldl
+export FI_PROVIDER_PATH=/lnx/build/lib FI_TCP_IFACE=lo
+echo "# Debian 13 (libfabric $(dpkg-query -W -f='${Version}' libfabric1)): same node"
+/out/bench/fi_bench -r "${ROUNDS:-5}" -s 1,64,4096,65536,1048576 shm=shm lnx=lnx@shm \
+	'lnx_link=lnx@shm+tcp;ofi_rxm:lo' 'builtin=lnx@shm+tcp^FI_PROVIDER_PATH=/out/empty'
+echo "# Debian 13: two simulated nodes (lnx over tcp;ofi_rxm) beside tcp;ofi_rxm alone"
+/out/bench/fi_bench -r "${ROUNDS:-3}" -s 1,64,4096,65536,1048576 'tcp=tcp;ofi_rxm' \
+	'lnx=lnx@shm+tcp;ofi_rxm:lo#bench'
