@@ -30,6 +30,7 @@ type Endpoint struct {
 
 	mu      sync.Mutex
 	enabled bool
+	closed  bool // Close ran: late progress calls find nothing to do
 	av      *AV
 	txCQ    *CQ
 	rxCQ    *CQ
@@ -217,6 +218,9 @@ func (e *Endpoint) Bind(obj any, flags uint64) error {
 func (e *Endpoint) Enable() error {
 	e.lock()
 	defer e.mu.Unlock()
+	if e.closed {
+		return fi.Wrap(fi.EOPBADSTATE, "endpoint is closed")
+	}
 	if e.enabled {
 		return nil
 	}
@@ -309,6 +313,12 @@ func (e *Endpoint) Close() error {
 			seen[c] = true
 		}
 	}
+	// A CQ or counter read that took its list of endpoints before the
+	// detach above may still reach this one once e.mu is released; C
+	// unmaps the fast-path memory as soon as Close returns. Leave nothing
+	// such a late call could touch: it finds a disabled endpoint.
+	e.enabled, e.closed = false, true
+	e.fast, e.mrOf = nil, nil
 	e.Domain.put()
 	if err != nil {
 		logging.Warnf(logging.EPCtrl, "closing core endpoints: %v", err)
