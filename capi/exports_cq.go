@@ -48,10 +48,13 @@ func lnx_go_cq_read(ch C.lnx_handle, buf unsafe.Pointer, count C.size_t, src *C.
 	if err != nil {
 		return C.ssize_t(code("fi_cq_read", err))
 	}
-	if count == 0 {
-		return 0
-	}
 	keepSysmonQuiet()
+	if count == 0 {
+		// A zero-count read drives progress, as libfabric's own CQs do
+		// (an application may progress that way and read later): 0 when
+		// completions wait, else -FI_EAVAIL or -FI_EAGAIN. Never blocks.
+		return cqDeliver(q, nil, buf, src, 0)
+	}
 	if buf == nil {
 		return C.ssize_t(code("fi_cq_read", fi.Wrap(fi.EINVAL, "NULL CQ buffer")))
 	}
@@ -61,8 +64,10 @@ func lnx_go_cq_read(ch C.lnx_handle, buf unsafe.Pointer, count C.size_t, src *C.
 		var one [1]lnx.Completion
 		return cqDeliver(q, one[:], buf, src, timeout)
 	}
+	// count is a size_t: compare it as one (any count from 2^63 up is a
+	// negative int).
 	var tmp [cqBatch]lnx.Completion
-	return cqDeliver(q, tmp[:min(int(count), cqBatch)], buf, src, timeout)
+	return cqDeliver(q, tmp[:min(count, cqBatch)], buf, src, timeout)
 }
 
 // cqDeliver reads into tmp and writes what it got to the caller's arrays.

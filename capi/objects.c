@@ -998,17 +998,23 @@ done:
 static ssize_t cq_read_common(struct fid_cq *cq, void *buf, size_t count, fi_addr_t *src, int timeout)
 {
 	struct lnx_cq *c = (struct lnx_cq *)(void *)cq;
-	if (count) {
-		ssize_t n = lnx_cring_read(c->cring, buf, count, src);
-		if (n)
-			return n;
-		if (!timeout) {
-			int a = lnx_arm_take(&c->gate);
-			if (a > 0)
-				return lnx_cring_read(c->cring, buf, count, src);
-			if (a == 0 && lnx_cq_idle(&c->gate))
-				return -FI_EAGAIN;
-		}
+	if (!count) {
+		/* Progress only (Go runs it); completions C queued count too. */
+		ssize_t r = lnx_go_cq_read(c->h, buf, 0, src, 0);
+		if (r == -FI_EAGAIN && __atomic_load_n(&c->cring->tail, __ATOMIC_ACQUIRE) !=
+					       __atomic_load_n(&c->cring->head, __ATOMIC_RELAXED))
+			return 0;
+		return r;
+	}
+	ssize_t n = lnx_cring_read(c->cring, buf, count, src);
+	if (n)
+		return n;
+	if (!timeout) {
+		int a = lnx_arm_take(&c->gate);
+		if (a > 0)
+			return lnx_cring_read(c->cring, buf, count, src);
+		if (a == 0 && lnx_cq_idle(&c->gate))
+			return -FI_EAGAIN;
 	}
 	return lnx_go_cq_read(c->h, buf, count, src, timeout);
 }

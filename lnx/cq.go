@@ -145,6 +145,8 @@ func (q *CQ) collect(w *watchSet) {
 // FI_EAVAIL when an error entry is waiting and FI_EAGAIN when empty (as a
 // plain code: this is the polling loop's hot path).
 // timeout < 0 waits forever, 0 polls once, > 0 is milliseconds+1 (sread).
+// With an empty out it only drives progress, once: 0 means completions
+// are waiting.
 func (q *CQ) Read(out []Completion, timeout int) (int, fi.Errno) {
 	var deadline time.Time
 	if timeout > 0 {
@@ -181,7 +183,10 @@ func (q *CQ) Read(out []Completion, timeout int) (int, fi.Errno) {
 			}
 			return n, 0
 		}
-		if timeout == 0 {
+		if len(out) == 0 && !emptied {
+			return 0, 0 // a zero-count read: completions wait
+		}
+		if timeout == 0 || len(out) == 0 {
 			return 0, fi.EAGAIN
 		}
 		select {

@@ -1,0 +1,123 @@
+/*
+ * fault_api: API edge cases that used to crash inside lnx (a recovered Go
+ * panic, -FI_EOTHER), hang, or quietly do the wrong thing.
+ *
+ * Usage: fault_api [shm|link|tcp|<links> [distinct]]   (see common.h)
+ *
+ *  zero_count   a receiver that drives progress only with
+ *               fi_cq_read(cq, NULL, 0) still lets a 1 MiB send to it
+ *               complete (libfabric's own shm and tcp;ofi_rxm progress on a
+ *               zero-count read), then reads its receive normally
+ *  huge_count   fi_cq_read with a count of 2^63 and of SIZE_MAX returns the
+ *               one completion waiting
+ */
+#include <errno.h>
+#include <sys/socket.h>
+#include "common.h"
+
+#define BIG (1u << 20)
+
+/* ---- zero_count ----------------------------------------------------------- */
+
+static void zero_count_a(struct peer *p, void *arg)
+{
+	uint8_t *buf = xmalloc(BIG);
+	struct fi_context2 ctx;
+	struct fi_cq_tagged_entry e;
+	fill_pattern(buf, BIG, 71);
+	barrier(p); /* B has posted its receive */
+	POST(p->l.cq, fi_tsend(p->l.ep, buf, BIG, NULL, peer_addr(p), 0x71, &ctx));
+	wait_ok(p->l.cq, &e, NULL, "1 MiB send to a peer that progresses with zero-count reads");
+	EXPECT(e.op_context == &ctx, "completion for another operation");
+	char c = 'd';
+	oob_send(p, other(p), &c, 1);
+	free(buf);
+}
+
+static void zero_count_b(struct peer *p, void *arg)
+{
+	uint8_t *buf = xmalloc(BIG);
+	struct fi_context2 ctx;
+	struct fi_cq_tagged_entry e;
+	memset(buf, 0, BIG);
+	CHECK(fi_trecv(p->l.ep, buf, BIG, NULL, peer_addr(p), 0x71, 0, &ctx));
+	barrier(p);
+	/* Only zero-count reads until A says its send completed. */
+	uint64_t deadline = now_ms() + 2 * WAIT_MS;
+	long reads = 0;
+	for (;;) {
+		ssize_t r = fi_cq_read(p->l.cq, NULL, 0);
+		reads++;
+		EXPECT(r == 0 || r == -FI_EAGAIN, "fi_cq_read(cq, NULL, 0) -> %zd (%s)", r,
+		       r < 0 ? fi_strerror((int)-r) : "ok");
+		char c;
+		ssize_t n = recv(p->sock[other(p)], &c, 1, MSG_DONTWAIT);
+		if (n == 1)
+			break;
+		EXPECT(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK), "A went away (it failed)");
+		EXPECT(now_ms() < deadline, "the send never completed over %ld zero-count reads", reads);
+	}
+	wait_ok(p->l.cq, &e, NULL, "the 1 MiB receive");
+	EXPECT(e.op_context == &ctx && e.len == BIG, "receive completion: len %zu", e.len);
+	EXPECT_PATTERN(buf, BIG, 71);
+	free(buf);
+}
+
+/* ---- huge_count ----------------------------------------------------------- */
+
+/* Reads with count until something other than -FI_EAGAIN comes back. */
+static ssize_t read_count(struct fid_cq *cq, struct fi_cq_tagged_entry *e, size_t count)
+{
+	uint64_t deadline = now_ms() + WAIT_MS;
+	ssize_t r;
+	while ((r = fi_cq_read(cq, e, count)) == -FI_EAGAIN && now_ms() < deadline)
+		;
+	return r;
+}
+
+static void huge_count_a(struct peer *p, void *arg)
+{
+	static const size_t counts[] = { (size_t)1 << 63, SIZE_MAX };
+	barrier(p);
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		/* fi_tsendmsg goes through Go, so its completion waits in Go's
+		 * queue, where a read of that count used to panic. */
+		uint64_t v = 0x1234 + i;
+		struct iovec iov = { .iov_base = &v, .iov_len = sizeof(v) };
+		struct fi_context2 ctx;
+		struct fi_msg_tagged m = { .msg_iov = &iov, .iov_count = 1, .addr = peer_addr(p),
+					   .tag = 0x72, .context = &ctx };
+		POST(p->l.cq, fi_tsendmsg(p->l.ep, &m, FI_COMPLETION));
+		struct fi_cq_tagged_entry e[4];
+		ssize_t r = read_count(p->l.cq, e, counts[i]);
+		EXPECT(r == 1, "fi_cq_read with count %#zx -> %zd (%s), want 1", counts[i], r,
+		       r < 0 ? fi_strerror((int)-r) : "ok");
+		EXPECT(e[0].op_context == &ctx && (e[0].flags & FI_SEND), "not the send's completion");
+	}
+	barrier(p);
+}
+
+static void huge_count_b(struct peer *p, void *arg)
+{
+	uint64_t v[2];
+	struct fi_context2 ctx[2];
+	for (int i = 0; i < 2; i++)
+		CHECK(fi_trecv(p->l.ep, &v[i], sizeof(v[i]), NULL, peer_addr(p), 0x72, 0, &ctx[i]));
+	barrier(p);
+	for (int i = 0; i < 2; i++) {
+		struct fi_cq_tagged_entry e;
+		wait_ok(p->l.cq, &e, NULL, "receive");
+		EXPECT(v[i] == 0x1234u + (unsigned)i, "received %#llx", (unsigned long long)v[i]);
+	}
+	barrier(p);
+}
+
+static const struct subtest cases[] = {
+	CASE("zero_count", zero_count_a, zero_count_b),
+	CASE("huge_count", huge_count_a, huge_count_b),
+};
+
+int main(int argc, char **argv)
+{
+	return run_subtests(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
+}
