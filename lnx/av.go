@@ -108,6 +108,12 @@ func (av *AV) remove(addrs []uint64) ([]*Endpoint, error) {
 		}
 	}
 	for _, a := range addrs {
+		if av.entries[a] == nil {
+			// Listed twice in this call: it is gone already. libfabric's
+			// util AVs warn about a failed removal and go on.
+			logging.Warnf(logging.AV, "fi_av_remove: %d listed more than once", a)
+			continue
+		}
 		if id, ok := shmIDOf(av.entries[a].addr); ok {
 			delete(av.byShm, id)
 		}

@@ -10,6 +10,8 @@
  *               zero-count read), then reads its receive normally
  *  huge_count   fi_cq_read with a count of 2^63 and of SIZE_MAX returns the
  *               one completion waiting
+ *  av_dup       fi_av_remove with the same fi_addr twice in one call
+ *               succeeds and removes it once
  */
 #include <errno.h>
 #include <sys/socket.h>
@@ -112,9 +114,32 @@ static void huge_count_b(struct peer *p, void *arg)
 	barrier(p);
 }
 
+/* ---- av_dup --------------------------------------------------------------- */
+
+static void av_dup_a(struct peer *p, void *arg)
+{
+	uint8_t name[ADDR_MAX];
+	size_t len = sizeof(name);
+	CHECK(fi_av_lookup(p->l.av, peer_addr(p), name, &len));
+	fi_addr_t x = FI_ADDR_NOTAVAIL;
+	CHECK_RC(fi_av_insert(p->l.av, name, 1, &x, 0, NULL), 1);
+	fi_addr_t twice[2] = { x, x };
+	CHECK_RC(fi_av_remove(p->l.av, twice, 2, 0), 0);
+	len = sizeof(name);
+	CHECK_FAILS(fi_av_lookup(p->l.av, x, name, &len));
+	/* The other entry of the same address is untouched. */
+	len = sizeof(name);
+	CHECK(fi_av_lookup(p->l.av, peer_addr(p), name, &len));
+	/* Removing it again is an error, not a crash. */
+	CHECK_RC(fi_av_remove(p->l.av, &x, 1, 0), -FI_EINVAL);
+}
+
+static void idle_b(struct peer *p, void *arg) {}
+
 static const struct subtest cases[] = {
 	CASE("zero_count", zero_count_a, zero_count_b),
 	CASE("huge_count", huge_count_a, huge_count_b),
+	CASE("av_dup", av_dup_a, idle_b),
 };
 
 int main(int argc, char **argv)
