@@ -88,13 +88,18 @@ func (av *AV) Insert(blob []byte, count int, out []uint64) int {
 // Remove invalidates fi_addrs.
 func (av *AV) Remove(addrs []uint64) error {
 	users, err := av.remove(addrs)
-	// An endpoint may have lent C a sender's fi_addr (arm.go): take it
-	// back, outside av.mu (endpoints take av.mu under their own lock).
+	if err != nil {
+		return err // nothing was removed
+	}
+	// Each endpoint forgets how it reached the removed fi_addrs, and takes
+	// back what it lent C of a sender's fi_addr (arm.go): outside av.mu
+	// (endpoints take av.mu under their own lock).
 	for _, e := range users {
 		e.lock()
+		e.forgetAddrs(addrs)
 		e.mu.Unlock()
 	}
-	return err
+	return nil
 }
 
 func (av *AV) remove(addrs []uint64) ([]*Endpoint, error) {

@@ -48,6 +48,7 @@ type Endpoint struct {
 	routes      map[uint64]*route // fi_addr -> how to reach it
 	rails       railSel
 	seqs        map[uint64]*seqState // PER_MSG senders' order, by fi_addr
+	railSeqs    map[*ofi.Peer]uint16 // PER_MSG: our next sequence to peers whose fi_addr was removed
 	forceArrive bool                 // arrive ignores the unexpected budget
 	tagged      *peers.Queue
 	untagged    *peers.Queue

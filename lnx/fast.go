@@ -203,6 +203,14 @@ func (e *Endpoint) publishFast(addr uint64, rt *route) {
 	}
 }
 
+// unpublishFast stops C sending to addr (e.mu held). A C send that loaded
+// the slot before may still complete: the peer's ring stays mapped.
+func (e *Endpoint) unpublishFast(addr uint64) {
+	if e.fast != nil && addr < FastPeers && atomic.LoadUintptr(&e.fast.peer[addr]) != 0 {
+		atomic.StoreUintptr(&e.fast.peer[addr], 0)
+	}
+}
+
 // closeFast stops the C fast path before the shm core goes away (e.mu
 // held).
 func (e *Endpoint) closeFast() {

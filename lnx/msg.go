@@ -292,6 +292,12 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 			rt.rails = append(rt.rails, rail{e.nets[i], p, i})
 		}
 		rt.rail = rt.rails[0]
+		// A peer reached before under an fi_addr since removed: its
+		// receiver expects our sequence to go on.
+		if seq, ok := e.railSeqs[rt.net]; ok {
+			rt.seq = seq
+			delete(e.railSeqs, rt.net)
+		}
 	} else {
 		// PER_PEER: one rail per peer keeps its messages in order.
 		i := int(addr % uint64(n))
@@ -303,6 +309,28 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 	}
 	e.routes[addr] = rt
 	return rt, nil
+}
+
+// forgetAddrs drops the routes to fi_addrs removed from the AV (e.mu
+// held), and C's fast sends to them: an operation on a removed fi_addr
+// then fails in route like one never inserted. The core connections stay
+// (shared with any other entry of the same peer, and found again on a
+// re-insert), and so does a PER_MSG sender's place in the peer's order.
+func (e *Endpoint) forgetAddrs(addrs []uint64) {
+	for _, a := range addrs {
+		rt := e.routes[a]
+		if rt == nil {
+			continue
+		}
+		delete(e.routes, a)
+		e.unpublishFast(a)
+		if len(rt.rails) > 1 {
+			if e.railSeqs == nil {
+				e.railSeqs = map[*ofi.Peer]uint16{}
+			}
+			e.railSeqs[rt.rails[0].net] = rt.seq
+		}
+	}
 }
 
 // Recv posts a receive (or, with FI_PEEK/FI_CLAIM, inspects unexpected

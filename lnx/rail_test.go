@@ -82,6 +82,31 @@ func TestRailsPerMessage(t *testing.T) {
 // streamAndCheck sends n numbered messages of mixed sizes from tx to the
 // receiver at fi_addr dst, which pre-posts n wildcard receives in order;
 // receive i must hold message i.
+// TestRailsPerMessageAVReinsert: a PER_MSG sender that removes its peer
+// from the AV can no longer send to that fi_addr, and once it inserts the
+// peer again its messages still arrive, in order: the receiver's place in
+// the sender's sequence goes on.
+func TestRailsPerMessageAVReinsert(t *testing.T) {
+	nodes := openNodes(t, map[string]string{EnvLinks: twoRails(t), EnvRailSelect: "PER_MSG"}, 2)
+	for _, nd := range nodes {
+		nd.insert(t, nodes)
+	}
+	tx, rx := nodes[0], nodes[1]
+	streamAndCheck(t, tx, rx, 1, 30)
+	if err := tx.av.Remove([]uint64{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.ep.Send(bufOp(make([]byte, 8), 1, 0, true)); !errors.Is(err, fi.EINVAL) {
+		t.Fatalf("send to a removed fi_addr: %v, want FI_EINVAL", err)
+	}
+	name, _ := rx.ep.Name()
+	out := []uint64{fi.ADDR_NOTAVAIL}
+	if tx.av.Insert(name, 1, out) != 1 {
+		t.Fatal("re-insert failed")
+	}
+	streamAndCheck(t, tx, rx, out[0], 30)
+}
+
 func streamAndCheck(t *testing.T, tx, rx *node, dst uint64, n int) {
 	t.Helper()
 	sizes := []int{1, 24, 300, 5000, 20000, 70000} // inject, eager, rendezvous
