@@ -178,6 +178,9 @@ func (e *Endpoint) Bind(obj any, flags uint64) error {
 		o.mu.Unlock()
 		e.av = o
 	case *CQ:
+		if o.Domain != e.Domain {
+			return fi.Wrap(fi.EINVAL, "CQ belongs to another domain")
+		}
 		if flags&(bindTransmit|bindRecv) == 0 {
 			return fi.Wrap(fi.EBADFLAGS, "CQ bind needs FI_TRANSMIT and/or FI_RECV")
 		}
@@ -198,6 +201,9 @@ func (e *Endpoint) Bind(obj any, flags uint64) error {
 			}
 		}
 	case *Cntr:
+		if o.Domain != e.Domain {
+			return fi.Wrap(fi.EINVAL, "counter belongs to another domain")
+		}
 		const cntrFlags = fi.SEND | fi.RECV | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE
 		if flags&cntrFlags == 0 || flags&^cntrFlags != 0 {
 			return fi.Wrap(fi.EBADFLAGS, "bad counter bind flags %#x", flags)

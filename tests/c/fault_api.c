@@ -15,6 +15,8 @@
  *  av_stale     after fi_av_remove, sends to the removed fi_addr fail with
  *               an error (no completion, nothing arrives); the address
  *               inserted again carries a message
+ *  bind_foreign fi_ep_bind of a CQ, counter or AV of another domain:
+ *               -FI_EINVAL
  */
 #include <errno.h>
 #include <sys/socket.h>
@@ -193,11 +195,46 @@ static void av_stale_b(struct peer *p, void *arg)
 	barrier(p);
 }
 
+/* ---- bind_foreign --------------------------------------------------------- */
+
+static void bind_foreign_a(struct peer *p, void *arg)
+{
+	struct fid_domain *dom2;
+	struct fid_cq *cq2;
+	struct fid_cntr *cntr2;
+	struct fid_av *av2;
+	struct fid_ep *ep;
+	CHECK(fi_domain(p->l.fabric, p->l.info, &dom2, NULL));
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE };
+	CHECK(fi_cq_open(dom2, &cq_attr, &cq2, NULL));
+	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC };
+	CHECK(fi_cntr_open(dom2, &cntr_attr, &cntr2, NULL));
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE, .count = 4 };
+	CHECK(fi_av_open(dom2, &av_attr, &av2, NULL));
+
+	CHECK(fi_endpoint(p->l.domain, p->l.info, &ep, NULL));
+	CHECK_RC(fi_ep_bind(ep, &cq2->fid, FI_TRANSMIT | FI_RECV), -FI_EINVAL);
+	CHECK_RC(fi_ep_bind(ep, &cq2->fid, FI_RECV), -FI_EINVAL);
+	CHECK_RC(fi_ep_bind(ep, &cntr2->fid, FI_SEND), -FI_EINVAL);
+	CHECK_RC(fi_ep_bind(ep, &av2->fid, 0), -FI_EINVAL);
+	/* Nothing was bound: each object of the other domain closes at once. */
+	CHECK(fi_close(&cq2->fid));
+	CHECK(fi_close(&cntr2->fid));
+	CHECK(fi_close(&av2->fid));
+	CHECK(fi_close(&dom2->fid));
+	/* The endpoint still takes its own domain's objects. */
+	CHECK(fi_ep_bind(ep, &p->l.av->fid, 0));
+	CHECK(fi_ep_bind(ep, &p->l.cq->fid, FI_TRANSMIT | FI_RECV));
+	CHECK(fi_enable(ep));
+	CHECK(fi_close(&ep->fid));
+}
+
 static const struct subtest cases[] = {
 	CASE("zero_count", zero_count_a, zero_count_b),
 	CASE("huge_count", huge_count_a, huge_count_b),
 	CASE("av_dup", av_dup_a, idle_b),
 	CASE("av_stale", av_stale_a, av_stale_b),
+	CASE("bind_foreign", bind_foreign_a, idle_b),
 };
 
 int main(int argc, char **argv)
