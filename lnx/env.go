@@ -57,6 +57,25 @@ func envDuration(name string, def time.Duration) time.Duration {
 	return d
 }
 
+// MinPeerTimeout is the shortest FI_LNX_PEER_TIMEOUT lnx takes. The core
+// refuses sends (-FI_EAGAIN) while it connects to a new peer, and a peer
+// refused for the whole timeout is declared gone: a timeout shorter than
+// a connection takes failed the first send to every network peer. It is
+// also five of the transport's probe intervals, the least in which a
+// quiet peer can answer a probe.
+const MinPeerTimeout = 500 * time.Millisecond
+
+// peerTimeout reads FI_LNX_PEER_TIMEOUT, raising a value below
+// MinPeerTimeout to it with a warning.
+func peerTimeout() time.Duration {
+	d := envDuration(EnvPeerTimeout, ofi.DefaultPeerTimeout)
+	if d < MinPeerTimeout {
+		logging.Warnf(logging.Core, "%s=%v is shorter than a connection may take; using %v", EnvPeerTimeout, d, MinPeerTimeout)
+		d = MinPeerTimeout
+	}
+	return d
+}
+
 // envSize reads a byte count (plain number, or with a k/m/g suffix).
 func envSize(name string, def uint64) uint64 {
 	v := strings.ToLower(strings.TrimSpace(Getenv(name)))

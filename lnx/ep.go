@@ -132,7 +132,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	for _, c := range d.cores {
 		// On the domain lnx opened. 1.17 rxm never reports a dead peer:
 		// the transport probes and gives up after the peer timeout.
-		t, err := c.dom.OpenTransport(ofi.Config{PeerTimeout: envDuration(EnvPeerTimeout, ofi.DefaultPeerTimeout),
+		t, err := c.dom.OpenTransport(ofi.Config{PeerTimeout: peerTimeout(),
 			Credits: netCredits(), NoRead: envOff(EnvNetRead)})
 		if err != nil {
 			e.closeCores()

@@ -17,6 +17,9 @@
  *               inserted again carries a message
  *  bind_foreign fi_ep_bind of a CQ, counter or AV of another domain:
  *               -FI_EINVAL
+ *  first_send   the first send to a fresh peer succeeds and arrives (run
+ *               with a tiny FI_LNX_PEER_TIMEOUT, which lnx must not take
+ *               as is)
  */
 #include <errno.h>
 #include <sys/socket.h>
@@ -229,12 +232,37 @@ static void bind_foreign_a(struct peer *p, void *arg)
 	CHECK(fi_close(&ep->fid));
 }
 
+/* ---- first_send ----------------------------------------------------------- */
+
+static void first_send_a(struct peer *p, void *arg)
+{
+	uint64_t v = 0xf1257;
+	struct fi_context2 ctx;
+	struct fi_cq_tagged_entry e;
+	barrier_quiet(p); /* B posted its receive; nothing has gone to B yet */
+	POST(p->l.cq, fi_tsend(p->l.ep, &v, sizeof(v), NULL, peer_addr(p), 0x74, &ctx));
+	wait_ok(p->l.cq, &e, NULL, "the first send to a fresh peer");
+	EXPECT(e.op_context == &ctx, "completion for another operation");
+}
+
+static void first_send_b(struct peer *p, void *arg)
+{
+	uint64_t v = 0;
+	struct fi_context2 ctx;
+	struct fi_cq_tagged_entry e;
+	CHECK(fi_trecv(p->l.ep, &v, sizeof(v), NULL, peer_addr(p), 0x74, 0, &ctx));
+	barrier_quiet(p);
+	wait_ok(p->l.cq, &e, NULL, "the first message from a fresh peer");
+	EXPECT(v == 0xf1257, "received %#llx", (unsigned long long)v);
+}
+
 static const struct subtest cases[] = {
 	CASE("zero_count", zero_count_a, zero_count_b),
 	CASE("huge_count", huge_count_a, huge_count_b),
 	CASE("av_dup", av_dup_a, idle_b),
 	CASE("av_stale", av_stale_a, av_stale_b),
 	CASE("bind_foreign", bind_foreign_a, idle_b),
+	CASE("first_send", first_send_a, first_send_b),
 };
 
 int main(int argc, char **argv)
