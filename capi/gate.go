@@ -18,6 +18,7 @@ enum {
 	lnx_arm_ring_head_off = offsetof(struct lnx_arm_ring, head),
 	lnx_txslot_fwd_off = offsetof(struct lnx_txslot, fwd_head),
 	lnx_txslot_tail_off = offsetof(struct lnx_txslot, tail),
+	lnx_txslot_state_off = offsetof(struct lnx_txslot, peer_state),
 	lnx_rec_stamp_off = offsetof(struct lnx_rec, stamp),
 	lnx_rec_kf_off = offsetof(struct lnx_rec, kf),
 	lnx_rec_tag_off = offsetof(struct lnx_rec, tag),
@@ -39,7 +40,8 @@ type cLayout struct {
 	gateArm, fastArm, armSize, armRingSize, armR     uintptr
 	armCring, armRingHead                            uintptr
 	armRings                                         int
-	slotSize, slotFwd, slotTail                      uintptr
+	slotSize, slotFwd, slotTail, slotState           uintptr
+	peerOpen                                         uint64
 	recHdr, recLine, recEager                        uintptr
 	recStamp, recKF, recTag, recData, recSize        uintptr
 	hdrTagged, hdrData                               uint32
@@ -56,6 +58,7 @@ func layoutC() cLayout {
 		armRingSize: C.sizeof_struct_lnx_arm_ring, armR: C.lnx_arm_r_off, armCring: C.lnx_arm_cring_off,
 		armRingHead: C.lnx_arm_ring_head_off, armRings: C.LNX_ARM_RINGS,
 		slotSize: C.sizeof_struct_lnx_txslot, slotFwd: C.lnx_txslot_fwd_off, slotTail: C.lnx_txslot_tail_off,
+		slotState: C.lnx_txslot_state_off, peerOpen: C.LNX_SHM_PEER_OPEN,
 		recHdr: C.LNX_REC_HDR, recLine: C.LNX_REC_LINE, recEager: C.LNX_REC_EAGER,
 		recStamp: C.lnx_rec_stamp_off, recKF: C.lnx_rec_kf_off, recTag: C.lnx_rec_tag_off,
 		recData: C.lnx_rec_data_off, recSize: C.lnx_rec_size_off,

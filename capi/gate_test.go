@@ -24,6 +24,7 @@ func TestSharedLayouts(t *testing.T) {
 		armRingSize: lnx.ArmRingSize, armR: lnx.ArmRingOff, armCring: lnx.ArmCringOff,
 		armRingHead: lnx.ArmRingHdOff, armRings: lnx.ArmRings,
 		slotSize: unsafe.Sizeof(slot), slotFwd: unsafe.Offsetof(slot.FwdHead), slotTail: unsafe.Offsetof(slot.Tail),
+		slotState: unsafe.Offsetof(slot.PeerState), peerOpen: shm.PeerOpen,
 		recHdr: shm.RecHdrSize, recLine: shm.RecLine, recEager: shm.RecEager,
 		recStamp: shm.RecStampOff, recKF: shm.RecKFOff, recTag: shm.RecTagOff,
 		recData: shm.RecDataOff, recSize: shm.RecSizeOff,

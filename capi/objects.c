@@ -445,16 +445,18 @@ static inline int lnx_cring_reserve(struct lnx_cring *cr)
 /*
  * lnx_fast_put_shm appends an eager record to a same-node peer's shm ring
  * through its slot, the way shm.Endpoint.Send does: 0, or declined when
- * the slot is not ready, the record would wrap (Go writes the pad record)
- * or the ring is full (Go decides between -FI_EAGAIN and a dead peer).
+ * the slot is not ready, the receiver has closed its endpoint, the record
+ * would wrap (Go writes the pad record) or the ring is full (Go decides
+ * between -FI_EAGAIN and a dead peer).
  */
 static ssize_t lnx_fast_put_shm(struct lnx_txslot *s, uint64_t hflags, uint64_t tag, uint64_t data,
 				const void *buf, size_t len)
 {
 	ssize_t ret = LNX_FAST_DECLINED;
 	lnx_spin_lock(&s->lock);
-	if (!s->ready || len > s->eager_max)
-		goto out;
+	if (!s->ready || len > s->eager_max ||
+	    __atomic_load_n((const uint64_t *)s->peer_state, __ATOMIC_ACQUIRE) != LNX_SHM_PEER_OPEN)
+		goto out; /* Go reports a closed peer */
 	uint64_t need = (LNX_REC_HDR + len + LNX_REC_LINE - 1) & ~(uint64_t)(LNX_REC_LINE - 1);
 	uint64_t tail = s->tail, off = tail & s->mask;
 	if (off + need > s->size)

@@ -84,6 +84,11 @@ func (e *Endpoint) Send(p *Peer, h Hdr, iov [][]byte, sendID uint64) (done bool,
 		if err := e.attach(p); err != nil {
 			return false, err
 		}
+	} else if atomic.LoadUint64(&p.hdr.state) != epOpen {
+		// The receiver closed its endpoint: nothing will read the ring
+		// again, so fail now rather than once it is full.
+		e.markDead(p)
+		return false, ErrPeerGone
 	}
 	var size uint64
 	for i := range iov {

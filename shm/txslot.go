@@ -28,8 +28,14 @@ type TxSlot struct {
 	Salt      uint64
 	EagerMax  uint64
 	FwdHead   uintptr // *uint64: the receiver's consumed position
-	_         [48]byte
+	PeerState uintptr // *uint64: the receiver's endpoint state (PeerOpen while open)
+	_         [40]byte
 }
+
+// PeerOpen is the value of the word at TxSlot.PeerState while the
+// receiving endpoint is open; a writer that finds another value leaves the
+// send to Send, which reports the peer gone.
+const PeerOpen = epOpen
 
 // Record layout facts an outside writer needs (checked by capi's tests
 // against the C side).
@@ -126,6 +132,7 @@ func (p *Peer) txRing() {
 	p.tx.Ring = uintptr(p.ring)
 	p.tx.Mask, p.tx.Size, p.tx.Salt, p.tx.EagerMax = p.mask, p.size, p.salt, p.eagerMax
 	p.tx.FwdHead = uintptr(unsafe.Pointer(&p.ctl.fwdHead))
+	p.tx.PeerState = uintptr(unsafe.Pointer(&p.hdr.state))
 }
 
 // txDisable stops outside writers before p's ring goes away.

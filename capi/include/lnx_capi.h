@@ -84,8 +84,11 @@ struct lnx_txslot {
 	uintptr_t ring;
 	uint64_t mask, size, tail, head_cache, salt, eager_max;
 	uintptr_t fwd_head; /* const volatile uint64_t *: receiver's consumed position */
-	uint8_t pad[48];
+	uintptr_t peer_state; /* const volatile uint64_t *: receiver's endpoint state */
+	uint8_t pad[40];
 };
+/* *peer_state while the receiving endpoint is open (shm.PeerOpen). */
+#define LNX_SHM_PEER_OPEN 1
 /* shm ring records (shm/layout.go): a 48-byte header {stamp, kind|flags,
  * tag, data, size, cookie}, payload inline, 64-byte aligned; the stamp,
  * (pos ^ salt) | 1, is written last. */

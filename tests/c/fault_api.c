@@ -20,6 +20,8 @@
  *  first_send   the first send to a fresh peer succeeds and arrives (run
  *               with a tiny FI_LNX_PEER_TIMEOUT, which lnx must not take
  *               as is)
+ *  closed_peer  (same node) once a peer has closed its endpoint, small
+ *               sends to it fail at once instead of filling its ring
  */
 #include <errno.h>
 #include <sys/socket.h>
@@ -256,6 +258,53 @@ static void first_send_b(struct peer *p, void *arg)
 	EXPECT(v == 0xf1257, "received %#llx", (unsigned long long)v);
 }
 
+/* ---- closed_peer ---------------------------------------------------------- */
+
+static void closed_peer_a(struct peer *p, void *arg)
+{
+	uint64_t v = 1;
+	struct fi_context2 ctx;
+	struct fi_cq_tagged_entry e;
+	if (p->opts->distinct_nodes) {
+		note("skipped: the peer is on another node");
+		return;
+	}
+	barrier(p);
+	/* Two sends, so that the later ones take lnx's C fast path. */
+	for (int i = 0; i < 2; i++) {
+		POST(p->l.cq, fi_tsend(p->l.ep, &v, sizeof(v), NULL, peer_addr(p), 0x75, &ctx));
+		wait_ok(p->l.cq, &e, NULL, "send to the live peer");
+	}
+	barrier(p); /* B has closed its endpoint */
+	/* Each of these used to succeed until the peer's ring was full. */
+	for (int i = 0; i < 4; i++) {
+		ssize_t r = fi_tsend(p->l.ep, &v, sizeof(v), NULL, peer_addr(p), 0x75, &ctx);
+		EXPECT(r < 0 && r != -FI_EAGAIN, "send %d to a closed peer -> %zd (%s)", i, r,
+		       r < 0 ? fi_strerror((int)-r) : "ok");
+		r = fi_tinject(p->l.ep, &v, sizeof(v), peer_addr(p), 0x75);
+		EXPECT(r < 0 && r != -FI_EAGAIN, "inject %d to a closed peer -> %zd (%s)", i, r,
+		       r < 0 ? fi_strerror((int)-r) : "ok");
+	}
+	CHECK_RC(fi_cq_read(p->l.cq, &e, 1), -FI_EAGAIN); /* no completion for them */
+}
+
+static void closed_peer_b(struct peer *p, void *arg)
+{
+	uint64_t v[2];
+	struct fi_context2 ctx[2];
+	struct fi_cq_tagged_entry e;
+	if (p->opts->distinct_nodes)
+		return;
+	for (int i = 0; i < 2; i++)
+		CHECK(fi_trecv(p->l.ep, &v[i], sizeof(v[i]), NULL, peer_addr(p), 0x75, 0, &ctx[i]));
+	barrier(p);
+	for (int i = 0; i < 2; i++)
+		wait_ok(p->l.cq, &e, NULL, "receive");
+	CHECK(fi_close(&p->l.ep->fid));
+	p->l.ep = NULL;
+	barrier(p);
+}
+
 static const struct subtest cases[] = {
 	CASE("zero_count", zero_count_a, zero_count_b),
 	CASE("huge_count", huge_count_a, huge_count_b),
@@ -263,6 +312,7 @@ static const struct subtest cases[] = {
 	CASE("av_stale", av_stale_a, av_stale_b),
 	CASE("bind_foreign", bind_foreign_a, idle_b),
 	CASE("first_send", first_send_a, first_send_b),
+	CASE("closed_peer", closed_peer_a, closed_peer_b),
 };
 
 int main(int argc, char **argv)
