@@ -8,6 +8,13 @@ CTEST_DIR := build/ctest
 # never be unloaded; the image stays mapped and fi_prov_ini runs again.
 LDFLAGS := -extldflags=-Wl,-z,nodelete
 
+# The commit the library is built from, logged at load (FI_LOG_LEVEL=info):
+# "-dirty" with uncommitted changes, "unknown" outside a git checkout of
+# this tree. Evaluated only when lib is built.
+GIT_COMMIT = $(shell git -C '$(CURDIR)' rev-parse --show-toplevel 2>/dev/null | grep -qxF '$(CURDIR)' && \
+	{ printf %s "$$(git -C '$(CURDIR)' rev-parse --short=12 HEAD)"; \
+	  git -C '$(CURDIR)' diff --quiet HEAD -- || printf %s -dirty; } || echo unknown)
+
 .PHONY: all deps lib test gotest ctest fuzz deb13 bench pingpong clean clean-deb13
 
 all: lib
@@ -28,7 +35,7 @@ deps:
 LIB_TOOLCHAIN ?= go1.26.8
 
 lib:
-	GOTOOLCHAIN=$(LIB_TOOLCHAIN) $(GO) build -buildmode=c-shared -ldflags='$(LDFLAGS)' -o $(LIB) ./capi
+	GOTOOLCHAIN=$(LIB_TOOLCHAIN) $(GO) build -buildmode=c-shared -ldflags='$(LDFLAGS) -X main.gitCommit=$(GIT_COMMIT)' -o $(LIB) ./capi
 	rm -f build/lib/liblnx-fi.h
 
 gotest:

@@ -3,9 +3,12 @@
 #include "lnx_capi.h"
 #include "_cgo_export.h"
 
-/* Our provider version: above every built-in provider (libfabric 2.x
- * numbers them 2xx.y) so this DL replaces a built-in lnx of the same name. */
-#define LNX_PROV_VERSION FI_VERSION(1000, 1)
+#include "lnx_version.h"
+
+/* Our provider version: the major, 1000, is above every built-in provider
+ * (libfabric 2.x numbers them 2xx.y) so this DL replaces a built-in lnx of
+ * the same name; the minor is the lnx-go release. */
+#define LNX_PROV_VERSION FI_VERSION(1000, LNX_RELEASE)
 
 static int lnx_getinfo(uint32_t version, const char *node, const char *service,
 		       uint64_t flags, const struct fi_info *hints, struct fi_info **info)
@@ -124,5 +127,6 @@ struct fi_provider *fi_prov_ini(void)
 	lnx_define_params();
 	lnx_prov.fi_version = lnx_api_version(fi_version());
 	lnx_go_init();
+	lnx_go_loaded(lnx_prov.fi_version, fi_version());
 	return &lnx_prov;
 }
