@@ -15,9 +15,11 @@ GIT_COMMIT = $(shell git -C '$(CURDIR)' rev-parse --show-toplevel 2>/dev/null | 
 	{ printf %s "$$(git -C '$(CURDIR)' rev-parse --short=12 HEAD)"; \
 	  git -C '$(CURDIR)' diff --quiet HEAD -- || printf %s -dirty; } || echo unknown)
 
-.PHONY: all deps lib test gotest ctest fuzz deb13 bench pingpong clean clean-deb13
+MAN     := build/man/fi_lnx.7
 
-all: lib
+.PHONY: all deps lib man test gotest ctest fuzz deb13 bench pingpong clean clean-deb13
+
+all: lib man
 
 deps:
 	./build/deps.sh
@@ -37,6 +39,15 @@ LIB_TOOLCHAIN ?= go1.26.8
 lib:
 	GOTOOLCHAIN=$(LIB_TOOLCHAIN) $(GO) build -buildmode=c-shared -ldflags='$(LDFLAGS) -X main.gitCommit=$(GIT_COMMIT)' -o $(LIB) ./capi
 	rm -f build/lib/liblnx-fi.h
+
+# The man page, from docs/lnx.7.md by docs/mangen (whose tests check that
+# it renders without warnings and describes every FI_LNX_* variable); its
+# footer names the release kept in capi/include/lnx_version.h.
+RELEASE = $(shell sed -n 's/^\#define LNX_RELEASE \([0-9][0-9]*\)$$/\1/p' capi/include/lnx_version.h)
+man: $(MAN)
+$(MAN): docs/lnx.7.md docs/mangen/mangen.go capi/include/lnx_version.h
+	@mkdir -p $(@D)
+	$(GO) run ./docs/mangen -release '$(RELEASE)' -o $@ docs/lnx.7.md
 
 gotest:
 	$(GO) vet ./...
@@ -117,7 +128,7 @@ bench: lib $(BENCH) $(EMU)
 	bash tests/deb13/run.sh bench
 
 clean:
-	rm -rf build/lib build/ctest build/bench
+	rm -rf build/lib build/ctest build/bench build/man
 
 # Removes the Debian 13 root (never while anything is mounted in it).
 clean-deb13:

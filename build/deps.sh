@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(libfabric-dev libfabric1 libfabric-bin cmake pkg-config gcc make openmpi-bin libopenmpi-dev
 	libamdhip64-5 # the real ROCm runtime: hmem/rocm checks its symbols (no GPU needed)
-	debootstrap)  # the Debian 13 root of the libfabric 2.x suite (tests/deb13)
+	debootstrap   # the Debian 13 root of the libfabric 2.x suite (tests/deb13)
+	man-db groff-base) # docs/mangen's test renders the man page with man --warnings
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+const root = "../.."
+
+func page(t *testing.T) string {
+	t.Helper()
+	md, err := os.ReadFile(filepath.Join(root, "docs/lnx.7.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roff, err := Convert(string(md), "1")
+	if err != nil {
+		t.Fatalf("docs/lnx.7.md: %v", err)
+	}
+	return roff
+}
+
+// envVars returns every FI_LNX_* name in lnx's sources (tests aside), and
+// FI_LNX_<NAME> for every fi_param_define in capi/provider.c, with where
+// each was found.
+func envVars(t *testing.T) map[string]string {
+	t.Helper()
+	vars := map[string]string{}
+	name := regexp.MustCompile(`\bFI_LNX_[A-Z0-9_]*[A-Z0-9]\b`)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.IsDir() {
+			switch rel {
+			case ".git", "build", "tests", "docs":
+				return filepath.SkipDir
+			}
+			if d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		ext := filepath.Ext(p)
+		if ext != ".go" && ext != ".c" && ext != ".h" || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, v := range name.FindAllString(string(src), -1) {
+			vars[v] = rel
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov, err := os.ReadFile(filepath.Join(root, "capi/provider.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := regexp.MustCompile(`fi_param_define\(\s*&lnx_prov,\s*"([a-z0-9_]+)"`).FindAllStringSubmatch(string(prov), -1)
+	if len(params) == 0 {
+		t.Fatal("no fi_param_define found in capi/provider.c")
+	}
+	for _, m := range params {
+		vars["FI_LNX_"+strings.ToUpper(m[1])] = "capi/provider.c fi_param_define " + m[1]
+	}
+	return vars
+}
+
+// documented returns the variables the ENVIRONMENT section describes (its
+// .TP terms).
+func documented(roff string) map[string]bool {
+	doc := map[string]bool{}
+	name := regexp.MustCompile(`FI_LNX_[A-Z0-9_]*[A-Z0-9]`)
+	in := false
+	lines := strings.Split(roff, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, ".SH ") {
+			in = l == `.SH "ENVIRONMENT"`
+		}
+		if in && l == ".TP" && i+1 < len(lines) {
+			for _, v := range name.FindAllString(lines[i+1], -1) {
+				doc[v] = true
+			}
+		}
+	}
+	return doc
+}
+
+// Every variable lnx reads or defines has an entry in ENVIRONMENT, and
+// every entry there is one lnx reads or defines.
+func TestEnvironmentComplete(t *testing.T) {
+	vars := envVars(t)
+	doc := documented(page(t))
+	var names []string
+	for v := range vars {
+		names = append(names, v)
+	}
+	sort.Strings(names)
+	for _, v := range names {
+		if !doc[v] {
+			t.Errorf("%s (%s) is not described under ENVIRONMENT in docs/lnx.7.md", v, vars[v])
+		}
+	}
+	for v := range doc {
+		if _, ok := vars[v]; !ok {
+			t.Errorf("docs/lnx.7.md describes %s, which no source file reads", v)
+		}
+	}
+	if len(doc) < 10 {
+		t.Errorf("only %d variables found under ENVIRONMENT", len(doc))
+	}
+}
+
+// man renders the page without warnings, in 80 columns, and man-db reads
+// its NAME line.
+func TestManRenders(t *testing.T) {
+	for _, tool := range []string{"man", "lexgrog"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s not found: install man-db (make deps)", tool)
+		}
+	}
+	f := filepath.Join(t.TempDir(), "fi_lnx.7")
+	if err := os.WriteFile(f, []byte(page(t)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("man", "--warnings", "-l", f)
+	cmd.Env = append(os.Environ(), "MANWIDTH=80", "MANPAGER=cat", "PAGER=cat", "LC_ALL=C.UTF-8")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil || errb.Len() > 0 {
+		t.Fatalf("man --warnings -l: %v\n%s", err, errb.String())
+	}
+	for i, l := range strings.Split(out.String(), "\n") {
+		if n := utf8.RuneCountInString(l); n > 80 {
+			t.Errorf("rendered line %d is %d columns wide: %q", i+1, n, l)
+		}
+	}
+	for _, want := range []string{"FI_LNX_PROV_LINKS", "ENVIRONMENT", "SEE ALSO"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("rendered page lacks %q", want)
+		}
+	}
+	lg, err := exec.Command("lexgrog", f).CombinedOutput()
+	if err != nil || !strings.Contains(string(lg), `"fi_lnx - `) {
+		t.Errorf("lexgrog cannot read the NAME line: %v: %s", err, lg)
+	}
+}
+
+func TestConvert(t *testing.T) {
+	md := "# fi_x(7) — a page\n\n## NAME\nfi_x — does x\n\n## SYNOPSIS\n    run -v\n\n    .dot\n" +
+		"## ENVIRONMENT\n**FI_X**\n: Takes `a-b` or *c*,\n  e.g.\n  .5 or 'q'.\n\n- item `\\x`\n  more\n- two\n\n## SEE ALSO\nfi_y(3)\n"
+	got, err := Convert(md, "9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`.TH "FI_X" 7 "" "lnx\-go release 9" "a page"`,
+		".SH \"NAME\"\n.PP\nfi_x \\- does x\n",
+		".nf\nrun \\-v\n\n\\&.dot\n.fi\n",
+		".TP\n\\fBFI_X\\fR\nTakes \\fBa\\-b\\fR or \\fIc\\fR,\ne.g.\\&\n\\&.5 or 'q'.\n",
+		".IP \\(bu 2\nitem \\fB\\ex\\fR\nmore\n.IP \\(bu 2\ntwo\n",
+		"\\fBfi_y\\fR(3)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	for _, bad := range []string{
+		"no title\n",
+		"# x(7) — t\n\n| a | b |\n",
+		"# x(7) — t\n\n```\ncode\n```\n",
+		"# x(7) — t\n\n1. one\n",
+		"# x(7) — t\n\nsee [this](http://x)\n",
+		"# x(7) — t\n\nan `unclosed span\n",
+		"# x(7) — t\n\n**bold `code`**\n",
+	} {
+		if _, err := Convert(bad, ""); err == nil {
+			t.Errorf("Convert(%q) accepted it", bad)
+		}
+	}
+}
