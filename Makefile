@@ -17,7 +17,19 @@ GIT_COMMIT = $(shell git -C '$(CURDIR)' rev-parse --show-toplevel 2>/dev/null | 
 
 MAN     := build/man/fi_lnx.7
 
-.PHONY: all deps lib man test gotest ctest fuzz deb13 bench pingpong clean clean-deb13
+# make install [PREFIX=/usr/local] [LIBDIR=PREFIX/lib] [DESTDIR=]: the
+# provider into LIBDIR/libfabric, the directory layout libfabric scans for
+# DL providers (Debian 12's libfabric scans /usr/lib/x86_64-linux-gnu/libfabric
+# when FI_PROVIDER_PATH is unset: PREFIX=/usr LIBDIR=/usr/lib/x86_64-linux-gnu),
+# and fi_lnx.7 under PREFIX/share/man/man7. It installs what make built; it
+# builds only what is missing.
+PREFIX  ?= /usr/local
+LIBDIR  ?= $(PREFIX)/lib
+MANDIR  ?= $(PREFIX)/share/man
+PROVDIR  = $(LIBDIR)/libfabric
+INSTALL ?= install
+
+.PHONY: all deps lib man install uninstall test gotest ctest fuzz deb13 bench bench-deps pingpong clean clean-deb13
 
 all: lib man
 
@@ -49,11 +61,23 @@ $(MAN): docs/lnx.7.md docs/mangen/mangen.go capi/include/lnx_version.h
 	@mkdir -p $(@D)
 	$(GO) run ./docs/mangen -release '$(RELEASE)' -o $@ docs/lnx.7.md
 
+install: $(MAN)
+	@test -f $(LIB) || $(MAKE) lib
+	$(INSTALL) -d '$(DESTDIR)$(PROVDIR)' '$(DESTDIR)$(MANDIR)/man7'
+	$(INSTALL) -m 0755 $(LIB) '$(DESTDIR)$(PROVDIR)/liblnx-fi.so'
+	$(INSTALL) -m 0644 $(MAN) '$(DESTDIR)$(MANDIR)/man7/fi_lnx.7'
+
+# The two files install put there, and the provider directory once nothing
+# else is left in it.
+uninstall:
+	rm -f '$(DESTDIR)$(PROVDIR)/liblnx-fi.so' '$(DESTDIR)$(MANDIR)/man7/fi_lnx.7'
+	rmdir --ignore-fail-on-non-empty '$(DESTDIR)$(PROVDIR)' 2>/dev/null || :
+
 gotest:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-ctest: lib
+ctest: lib man
 	cmake -S tests/c -B $(CTEST_DIR) -DLNX_LIB_DIR=$(CURDIR)/build/lib >/dev/null
 	cmake --build $(CTEST_DIR) -j2
 	cd $(CTEST_DIR) && ctest --output-on-failure --timeout 120
