@@ -74,12 +74,14 @@ uninstall:
 	rmdir --ignore-fail-on-non-empty '$(DESTDIR)$(PROVDIR)' 2>/dev/null || :
 
 gotest:
+	@echo 'gotest: go vet, then go test -race of every package (one line per package as it ends)'
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
 ctest: lib man
 	cmake -S tests/c -B $(CTEST_DIR) -DLNX_LIB_DIR=$(CURDIR)/build/lib >/dev/null
 	cmake --build $(CTEST_DIR) -j2
+	@cd $(CTEST_DIR) && echo "ctest: $$(ctest -N | sed -n 's/^Total Tests: //p') tests (C programs, install, Open MPI jobs); each line says i/N as a test ends"
 	cd $(CTEST_DIR) && ctest --output-on-failure --timeout 120
 
 # A short run of every fuzz target over outside input (links string,
@@ -94,13 +96,19 @@ FUZZ_ADDR  ?= 250000x
 FUZZ_IPC   ?= 250000x
 FUZZ_REC   ?= 200000x
 FUZZ_QUEUE ?= 50000x
-fuzz = $(GO) test -run '^$$' -fuzz '^$(1)$$' -fuzztime $(or $(FUZZTIME),$(2)) $(3)
+# $(call fuzz,i,target,budget,package): says which of the FUZZ_COUNT
+# targets runs, and for how long, before running it.
+FUZZ_COUNT := 5
+define fuzz
+@echo 'fuzz $(1)/$(FUZZ_COUNT): $(2) in $(4) ($(patsubst %x,% execs,$(or $(FUZZTIME),$(3))))'
+$(GO) test -run '^$$' -fuzz '^$(2)$$' -fuzztime $(or $(FUZZTIME),$(3)) $(4)
+endef
 fuzz:
-	$(call fuzz,FuzzParse,$(FUZZ_PARSE),./lnx/links)
-	$(call fuzz,FuzzDecodeAddr,$(FUZZ_ADDR),./lnx)
-	$(call fuzz,FuzzDecodeIPC,$(FUZZ_IPC),./lnx)
-	$(call fuzz,FuzzRecord,$(FUZZ_REC),./shm)
-	$(call fuzz,FuzzQueue,$(FUZZ_QUEUE),./peers)
+	$(call fuzz,1,FuzzParse,$(FUZZ_PARSE),./lnx/links)
+	$(call fuzz,2,FuzzDecodeAddr,$(FUZZ_ADDR),./lnx)
+	$(call fuzz,3,FuzzDecodeIPC,$(FUZZ_IPC),./lnx)
+	$(call fuzz,4,FuzzRecord,$(FUZZ_REC),./shm)
+	$(call fuzz,5,FuzzQueue,$(FUZZ_QUEUE),./peers)
 
 # The Debian 13 suite: libfabric 2.1 and Open MPI 5.0.7 in a debootstrapped
 # root under build/deb13 (made once, then reused), against the library
