@@ -29,7 +29,7 @@ MANDIR  ?= $(PREFIX)/share/man
 PROVDIR  = $(LIBDIR)/libfabric
 INSTALL ?= install
 
-.PHONY: all deps lib man install uninstall test gotest ctest fuzz deb13 bench bench-deps pingpong clean clean-deb13
+.PHONY: all deps lib man install uninstall test gotest ctest fuzz deb13 bench bench-deps plot pingpong clean clean-deb13
 
 all: lib man
 
@@ -139,25 +139,46 @@ pingpong: lib $(BENCH)
 # without its C fast paths (lnx_go: every send and receive enters Go); then the
 # inter-node rows: lnx with links shm+tcp;ofi_rxm and the two processes on
 # different simulated nodes (so tcp carries it) beside tcp;ofi_rxm alone.
-bench: lib $(BENCH) $(EMU)
-	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH) -r 5 shm=shm lnx=lnx@shm \
+# Each run prints its table and writes it as build/bench/<run>.csv; make
+# plot (run at the end) draws each as build/bench/<run>.png. About 10
+# minutes on the 2-core CI machine; fi_bench says which round it is on.
+BENCH_RUN = FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH)
+bench: bench-deps lib $(BENCH) $(EMU)
+	@echo 'bench 1/4: same node, every size: shm, lnx (links shm), lnx_go (C fast paths off); 5 rounds'
+	$(BENCH_RUN) -r 5 -c build/bench/node.csv shm=shm lnx=lnx@shm \
 		lnx_go=lnx@shm^FI_LNX_FAST_SEND=0^FI_LNX_FAST_RECV=0
-	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH) -r 3 -s 1,64,4096,65536,1048576 \
+	@echo 'bench 2/4: simulated nodes: tcp;ofi_rxm alone, lnx over shm+tcp;ofi_rxm; 3 rounds'
+	$(BENCH_RUN) -r 3 -s 1,64,4096,65536,1048576 -c build/bench/net.csv \
 		'tcp=tcp;ofi_rxm' 'lnx=lnx@shm+tcp;ofi_rxm:lo#bench'
-	@echo '# registration: Open MPI 5.0.6 registers and closes an MR per message (regmsg);'
-	@echo '# lnx with its core-registration cache, without it, and tcp;ofi_rxm alone.'
-	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH) -r 3 -s 64,65536,1048576 \
+	@echo 'bench 3/4: registration: Open MPI 5.0.6 registers and closes an MR per message (regmsg);'
+	@echo '           lnx with its core-registration cache, without it, and tcp;ofi_rxm alone; 3 rounds'
+	$(BENCH_RUN) -r 3 -s 64,65536,1048576 -c build/bench/reg.csv \
 		'tcp=tcp;ofi_rxm' 'tcp_reg=tcp;ofi_rxm%regmsg' \
 		'lnx=lnx@shm+tcp;ofi_rxm:lo#bench' 'lnx_reg=lnx@shm+tcp;ofi_rxm:lo#bench%regmsg' \
 		'lnx_reg_nocache=lnx@shm+tcp;ofi_rxm:lo#bench%regmsg^FI_LNX_MR_CACHE_MAX=0' \
 		'lnx_local=lnx@shm+tcp;ofi_rxm:lo' 'lnx_local_reg=lnx@shm+tcp;ofi_rxm:lo%regmsg'
-	@echo '# device memory on the emulated device (staged through host buffers), beside host memory'
-	FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo FI_LNX_CUDA_LIB=$(CURDIR)/$(EMU) \
-		$(BENCH) -r 3 -s 64,65536,1048576,4194304 \
+	@echo 'bench 4/4: device memory on the emulated device (staged through host buffers), beside host memory; 3 rounds'
+	FI_LNX_CUDA_LIB=$(CURDIR)/$(EMU) $(BENCH_RUN) -r 3 -s 64,65536,1048576,4194304 -c build/bench/dev.csv \
 		'lnx=lnx@shm' 'lnx_dev=lnx@shm%dev' 'lnx_devreg=lnx@shm%devregmsg' \
 		'lnx_tcp=lnx@shm+tcp;ofi_rxm:lo#bench' 'lnx_tcp_dev=lnx@shm+tcp;ofi_rxm:lo#bench%dev'
-	@echo '# Debian 13: libfabric 2.1, beside its shm, tcp;ofi_rxm and built-in lnx (tests/deb13/bench.sh)'
+	@echo 'bench (Debian 13): libfabric 2.1, beside its shm, tcp;ofi_rxm and built-in lnx (tests/deb13/bench.sh)'
 	bash tests/deb13/run.sh bench
+	@$(MAKE) --no-print-directory plot
+
+# What make bench needs beyond make deps: gnuplot.
+bench-deps:
+	./build/deps.sh bench
+
+# build/bench/<run>.png from <run>.csv (tests/bench/plot.gp): latency and
+# bandwidth against message size, log scales, one line per case, and under
+# each the ratio of every case to the first.
+PLOT_TITLE_node := same node: lnx (links shm) beside libfabric shm
+PLOT_TITLE_net  := simulated nodes: lnx (links shm+tcp;ofi_rxm) beside tcp;ofi_rxm
+PLOT_TITLE_reg  := registration per message (Open MPI 5.0.6 pattern)
+PLOT_TITLE_dev  := emulated device memory beside host memory
+build/bench/%.png: build/bench/%.csv tests/bench/plot.gp
+	gnuplot -e "csv='$<'; png='$@'; name='$(or $(PLOT_TITLE_$*),$*)'" tests/bench/plot.gp
+plot: $(patsubst %.csv,%.png,$(wildcard build/bench/*.csv))
 
 clean:
 	rm -rf build/lib build/ctest build/bench build/man

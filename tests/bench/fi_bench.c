@@ -2,7 +2,7 @@
  * fi_bench: two-process tagged ping-pong and streaming bandwidth over any
  * libfabric provider, several providers side by side in one invocation.
  *
- *   fi_bench [-r rounds] [-n iters] [-s size,size,...] [-q] CASE...
+ *   fi_bench [-r rounds] [-n iters] [-s size,size,...] [-c file.csv] [-q] CASE...
  *   CASE = label=prov[@links][#nodeid][%mode][^VAR=value]
  *          e.g. lnx=lnx@shm  shm=shm  lnxdev=lnx@shm%dev
  *
@@ -21,6 +21,11 @@
  * median over rounds is reported, with each case's ratio to the first.
  * With "#id" the two processes get different FI_LNX_NODE_ID values
  * (id-0, id-1), so lnx treats them as peers on different nodes.
+ *
+ * The table goes to stdout; with -c the same medians and ratios also go to
+ * a CSV file, one row per case and size, cases in command-line order
+ * (tests/bench/plot.gp draws it). Progress, one line per round, goes to
+ * stderr unless -q.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -390,15 +395,18 @@ static void fmt_size(size_t s, char *buf, size_t len)
 
 int main(int argc, char **argv)
 {
-	int rounds = 5, opt;
-	const char *sizelist = "1,8,64,512,4096,65536,1048576,4194304";
-	while ((opt = getopt(argc, argv, "r:n:s:")) != -1) {
+	int rounds = 5, opt, quiet = 0;
+	const char *sizelist = "1,8,64,512,4096,65536,1048576,4194304", *csvpath = NULL;
+	while ((opt = getopt(argc, argv, "r:n:s:c:q")) != -1) {
 		switch (opt) {
 		case 'r': rounds = atoi(optarg); break;
 		case 'n': iters = atoi(optarg); break;
 		case 's': sizelist = optarg; break;
+		case 'c': csvpath = optarg; break;
+		case 'q': quiet = 1; break;
 		default:
-			fprintf(stderr, "usage: %s [-r rounds] [-n iters] [-s sizes] label=prov[@links][#node]...\n", argv[0]);
+			fprintf(stderr, "usage: %s [-r rounds] [-n iters] [-s sizes] [-c file.csv] [-q] "
+				"label=prov[@links][#node]...\n", argv[0]);
 			return 1;
 		}
 	}
@@ -433,8 +441,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fi_bench: no cases given\n");
 		return 1;
 	}
+	/* Opened before the run, so that a bad path fails at once. */
+	FILE *csv = NULL;
+	if (csvpath && !(csv = fopen(csvpath, "w"))) {
+		fprintf(stderr, "fi_bench: %s: %s\n", csvpath, strerror(errno));
+		return 1;
+	}
 	static double lat[MAX_CASES][MAX_SIZES][MAX_ROUNDS], bw[MAX_CASES][MAX_SIZES][MAX_ROUNDS];
 	for (int r = 0; r < rounds; r++) {
+		if (!quiet) {
+			fprintf(stderr, "fi_bench: round %d/%d:", r + 1, rounds);
+			for (int k = 0; k < ncases; k++)
+				fprintf(stderr, " %s", cases[k].label);
+			fprintf(stderr, "\n");
+		}
 		for (int k = 0; k < ncases; k++) {
 			struct result res;
 			if (run_pair(&cases[k], &res))
@@ -453,19 +473,31 @@ int main(int argc, char **argv)
 	for (int k = 1; k < ncases; k++)
 		printf(" %9s/%s_lat %9s/%s_bw", cases[k].label, cases[0].label, cases[k].label, cases[0].label);
 	printf("\n");
+	static double ml[MAX_CASES][MAX_SIZES], mb[MAX_CASES][MAX_SIZES];
 	for (int s = 0; s < nsizes; s++) {
-		double ml[MAX_CASES], mb[MAX_CASES];
 		char sz[24];
 		fmt_size(sizes[s], sz, sizeof(sz));
 		printf("%-8s", sz);
 		for (int k = 0; k < ncases; k++) {
-			ml[k] = median(lat[k][s], rounds);
-			mb[k] = median(bw[k][s], rounds);
-			printf(" %16.3f %15.1f", ml[k], mb[k]);
+			ml[k][s] = median(lat[k][s], rounds);
+			mb[k][s] = median(bw[k][s], rounds);
+			printf(" %16.3f %15.1f", ml[k][s], mb[k][s]);
 		}
 		for (int k = 1; k < ncases; k++)
-			printf(" %16.2fx %15.2fx", ml[k] / ml[0], mb[k] / mb[0]);
+			printf(" %16.2fx %15.2fx", ml[k][s] / ml[0][s], mb[k][s] / mb[0][s]);
 		printf("\n");
+	}
+	if (csv) {
+		fprintf(csv, "case,size_bytes,latency_us,bandwidth_mbs,latency_ratio,bandwidth_ratio,baseline,rounds\n");
+		for (int k = 0; k < ncases; k++)
+			for (int s = 0; s < nsizes; s++)
+				fprintf(csv, "%s,%zu,%.4f,%.2f,%.4f,%.4f,%s,%d\n", cases[k].label, sizes[s],
+					ml[k][s], mb[k][s], ml[k][s] / ml[0][s], mb[k][s] / mb[0][s],
+					cases[0].label, rounds);
+		if (fclose(csv)) {
+			fprintf(stderr, "fi_bench: %s: %s\n", csvpath, strerror(errno));
+			return 1;
+		}
 	}
 	return 0;
 }
