@@ -114,7 +114,7 @@ fuzz:
 # root under build/deb13 (made once, then reused), against the library
 # built here; see tests/deb13/suite.sh. A machine that cannot make the
 # root skips it with a message; CI (CI=true) cannot skip it.
-deb13: lib
+deb13: lib man
 	bash tests/deb13/run.sh
 
 test: gotest ctest fuzz deb13

@@ -11,7 +11,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 root=${DEB13_ROOT:-$top/build/deb13/root}
 mirror=${DEB13_MIRROR:-http://deb.debian.org/debian}
-pkgs="libfabric1 libfabric-bin libfabric-dev openmpi-bin libopenmpi-dev gcc libc6-dev make cmake pkg-config"
+pkgs="libfabric1 libfabric-bin libfabric-dev openmpi-bin libopenmpi-dev gcc libc6-dev make cmake pkg-config man-db"
 stamp=$root/.lnx-ready
 
 cannot() {
