@@ -32,7 +32,7 @@ set xrange [STATS_min / 1.5 : STATS_max * 1.5]
 pick(c, col) = strcol(1) eq c ? column(col) : NaN
 
 set multiplot title sprintf("%s (medians of %s rounds; ratio to %s)", name, rounds, base)
-L = 0.07; M = 0.57; W = 0.40   # left edges and width of the two columns
+L = 0.08; M = 0.58; W = 0.39   # left edges and width of the two columns
 set lmargin at screen L; set rmargin at screen L + W
 
 # Latency, and its ratio panel.
@@ -43,6 +43,9 @@ set format x ""; set xlabel ""
 plot for [c in cases] csv skip 1 using 2:(pick(c, 3)) with linespoints pt 7 ps 0.6 title c
 set tmargin at screen 0.36; set bmargin at screen 0.08
 set logscale y 2   # 0.5x and 2x equally far from 1x
+stats csv skip 1 using 5 nooutput
+set yrange [(STATS_min < 1 ? STATS_min : 1) / 1.3 : (STATS_max > 1 ? STATS_max : 1) * 1.3]
+set format y "%.3g"
 set ylabel "latency / " . base
 set format x "%.0b%B"; set xlabel "message size (bytes)"
 set key off
@@ -52,12 +55,15 @@ plot for [c in cases] csv skip 1 using 2:(pick(c, 5)) with linespoints pt 7 ps 0
 set lmargin at screen M; set rmargin at screen M + W
 set tmargin at screen 0.91; set bmargin at screen 0.40
 set logscale y 10
+set autoscale y; set format y "%g"
 set ylabel "streaming bandwidth (MB/s)"
 set format x ""; set xlabel ""
 set key top left
 plot for [c in cases] csv skip 1 using 2:(pick(c, 4)) with linespoints pt 7 ps 0.6 title c
 set tmargin at screen 0.36; set bmargin at screen 0.08
 set logscale y 2
+stats csv skip 1 using 6 nooutput
+set yrange [(STATS_min < 1 ? STATS_min : 1) / 1.3 : (STATS_max > 1 ? STATS_max : 1) * 1.3]
 set ylabel "bandwidth / " . base
 set format x "%.0b%B"; set xlabel "message size (bytes)"
 set key off
