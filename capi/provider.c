@@ -42,6 +42,8 @@ static void lnx_cleanup(void)
 /* The newest libfabric API whose ABI and semantics lnx knows (checked
  * against that release's headers by tests/deb13). */
 #define LNX_API_NEWEST FI_VERSION(2, 1)
+/* The oldest: the headers lnx is built against (Debian 12's 1.17). */
+#define LNX_API_OLDEST FI_VERSION(1, 17)
 
 /* The API version lnx reports: the running libfabric's, capped at the
  * newest lnx knows. fi_getinfo hides a provider whose fi_version is below
@@ -125,6 +127,14 @@ struct fi_provider *fi_prov_ini(void)
 {
 	/* fi_fini frees the parameter list, so define again on each load. */
 	lnx_define_params();
+	if (FI_VERSION_LT(fi_version(), LNX_API_OLDEST)) {
+		/* lnx reads and writes the 1.17 layouts of libfabric's structs;
+		 * an older library allocates smaller ones. */
+		fi_log(&lnx_prov, FI_LOG_WARN, FI_LOG_CORE, "lnx", __LINE__,
+		       "lnx-go needs libfabric 1.17 or later; this is %u.%u: not loading\n",
+		       FI_MAJOR(fi_version()), FI_MINOR(fi_version()));
+		return NULL;
+	}
 	lnx_prov.fi_version = lnx_api_version(fi_version());
 	lnx_go_init();
 	lnx_go_loaded(lnx_prov.fi_version, fi_version());

@@ -33,4 +33,19 @@ func loadMessage(api, running uint32) string {
 func lnx_go_loaded(api, running C.uint32_t) {
 	defer func() { _ = recover() }() // a log line must never take the host down
 	logging.Infof(logging.Core, "%s", loadMessage(uint32(api), uint32(running)))
+	if w := newerWarning(uint32(api), uint32(running)); w != "" {
+		logging.Warnf(logging.Core, "%s", w)
+	}
+}
+
+// newerWarning says so when the running libfabric is newer than the newest
+// API lnx knows (api is then capped below running): applications asking
+// for the newer version will not see lnx.
+func newerWarning(api, running uint32) string {
+	if running <= api {
+		return ""
+	}
+	return fmt.Sprintf("libfabric %d.%d is newer than any API lnx-go release %d knows; lnx serves API %d.%d, "+
+		"so applications asking for %d.%d or later will not see it",
+		running>>16, running&0xffff, release, api>>16, api&0xffff, (api >> 16), (api&0xffff)+1)
 }

@@ -38,13 +38,11 @@ fi
 
 # Known failures under libfabric 2.1, each left out by name and printed
 # so that it is not forgotten (README, "libfabric 2.x and Open MPI 5"):
-# - cycles_asan_shm: resident memory grows by 16 KiB a cycle under ASan
-#   with 2.1 and gcc 14 (the same test without ASan passes);
 # - load_flood_tcp: every message arrives in order and the buffering while
 #   nothing is posted stays bounded (18 MiB for a 92 MiB flood, as under
 #   1.17), but draining the flood raises the receiver's peak by 30 MiB
 #   more, past the test's bound of half the flood (48.6 of 46.9 MiB).
-known='^(cycles_asan_shm|load_flood_tcp)$'
+known='^(load_flood_tcp)$'
 # cycles_link and cycles_asan_link run with 50 cycles (LNX_CYCLES_LINK):
 # under 2.1 one open/close cycle of a link with tcp;ofi_rxm takes about
 # 1.3 s, most of it in the core's own fi_enable, so 1,050 cycles outlast
