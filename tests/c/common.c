@@ -164,7 +164,7 @@ int lnx_linked_names(void)
 	return FI_VERSION_GE(fi_version(), FI_VERSION(2, 0));
 }
 
-static int has_linked_name(const struct fi_info *i)
+int has_linked_name(const struct fi_info *i)
 {
 	const char *pn = i->fabric_attr->prov_name;
 	size_t len = strlen(pn);

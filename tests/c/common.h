@@ -37,6 +37,8 @@ uint32_t test_fi_version(void);
 /* Whether the running libfabric names lnx's fi_infos as linked providers
  * (2.0+): each link then comes twice, "lnx" and "<cores>:lnx". */
 int lnx_linked_names(void);
+/* Whether an entry's prov_name is a linked spelling ("<cores>:lnx"). */
+int has_linked_name(const struct fi_info *i);
 /* The entry of the next link in an lnx answer (past a linked twin). */
 struct fi_info *next_link(struct fi_info *info);
 
