@@ -60,15 +60,30 @@ var (
 )
 
 var reg struct {
-	once sync.Once
-	all  []Runtime
+	once            sync.Once
+	mu              sync.Mutex
+	cudaLib, hipLib string // the settings of the first load (lnx's config)
+	all             []Runtime
+}
+
+// Configure sets which libraries the runtimes load from: the
+// FI_LNX_CUDA_LIB and FI_LNX_ROCM_LIB settings ("" for the default
+// names, "none" to disable one). The runtimes are loaded once per process,
+// on the first Runtimes call; Configure after that changes nothing.
+func Configure(cudaLib, rocmLib string) {
+	reg.mu.Lock()
+	reg.cudaLib, reg.hipLib = cudaLib, rocmLib
+	reg.mu.Unlock()
 }
 
 // Runtimes returns every runtime lnx knows, available or not, in a fixed
 // order (CUDA, ROCm). The libraries are loaded on the first call.
 func Runtimes() []Runtime {
 	reg.once.Do(func() {
-		reg.all = []Runtime{cuda.Default(), rocm.Default()}
+		reg.mu.Lock()
+		c, r := reg.cudaLib, reg.hipLib
+		reg.mu.Unlock()
+		reg.all = []Runtime{cuda.Open(c), rocm.Open(r)}
 	})
 	return reg.all
 }

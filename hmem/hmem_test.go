@@ -19,6 +19,7 @@ const envRole = "HMEM_TEST_ROLE"
 func TestMain(m *testing.M) {
 	if os.Getenv(envRole) == "none" {
 		// Both runtimes disabled: nothing is available, all is host.
+		hmem.Configure(os.Getenv(cuda.EnvLib), os.Getenv(rocm.EnvLib))
 		b := make([]byte, 8)
 		k, d := hmem.Classify(uintptr(unsafe.Pointer(&b[0])), hmem.CUDA)
 		if hmem.Available() || k != hmem.System || d != 0 || len(hmem.Runtimes()) != 2 {
@@ -63,8 +64,7 @@ func TestNone(t *testing.T) {
 // tells CUDA, HIP and host memory apart, and follows hints.
 func TestRegistry(t *testing.T) {
 	lib := emutest.Lib(t)
-	t.Setenv(cuda.EnvLib, lib)
-	t.Setenv(rocm.EnvLib, lib)
+	hmem.Configure(lib, lib)
 	t.Setenv("EMU_DEVICES", "2")
 	rts := hmem.Runtimes()
 	if len(rts) != 2 || rts[0].Name() != "cuda" || rts[1].Name() != "rocm" {
@@ -78,16 +78,16 @@ func TestRegistry(t *testing.T) {
 	if !hmem.Available() {
 		t.Fatal("Available() = false")
 	}
-	cp, err := cuda.Default().Alloc(4096)
+	cp, err := rts[0].(*cuda.Runtime).Alloc(4096)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cuda.Default().Free(cp)
-	hp, err := rocm.Default().Alloc(4096)
+	defer rts[0].(*cuda.Runtime).Free(cp)
+	hp, err := rts[1].(*rocm.Runtime).Alloc(4096)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rocm.Default().Free(hp)
+	defer rts[1].(*rocm.Runtime).Free(hp)
 	host := make([]byte, 64)
 	h := uintptr(unsafe.Pointer(&host[0]))
 	for _, c := range []struct {

@@ -21,7 +21,6 @@ package cuda
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 
@@ -33,7 +32,7 @@ const (
 	// EnvLib names the library to load instead of libcuda.so.1; "none"
 	// (or "off") disables CUDA.
 	EnvLib = "FI_LNX_CUDA_LIB"
-	// DefaultLib is the driver library's soname; FromEnv falls back to
+	// DefaultLib is the driver library's soname; Open falls back to
 	// libcuda.so if it does not load.
 	DefaultLib = "libcuda.so.1"
 	// HandleSize is the size of a CUipcMemHandle.
@@ -66,22 +65,12 @@ type Runtime struct {
 	opened map[uintptr]int // IPC mappings -> device whose context opened them (-1: the thread's)
 }
 
-var def struct {
-	once sync.Once
-	r    *Runtime
-}
-
-// Default returns the process's CUDA runtime, loaded on first use from
-// FromEnv.
-func Default() *Runtime {
-	def.once.Do(func() { def.r = FromEnv() })
-	return def.r
-}
-
-// FromEnv loads the library that FI_LNX_CUDA_LIB names, else
-// libcuda.so.1. Each call loads anew; most callers want Default.
-func FromEnv() *Runtime {
-	p := strings.TrimSpace(os.Getenv(EnvLib))
+// Open loads the runtime as the FI_LNX_CUDA_LIB setting (EnvLib) says:
+// "" loads libcuda.so.1, "none" or "off" gives an unavailable Runtime, anything
+// else is the library to load. Each call loads anew; lnx loads once per
+// process through package hmem, which gets the setting from lnx's config.
+func Open(setting string) *Runtime {
+	p := strings.TrimSpace(setting)
 	switch strings.ToLower(p) {
 	case "":
 		return loadFirst(DefaultLib, "libcuda.so")

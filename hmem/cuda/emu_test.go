@@ -13,7 +13,7 @@ var target = emutest.Target{
 	Kind:    iface.CUDA,
 	EnvLib:  cuda.EnvLib,
 	Load:    func(p string) emutest.RT { return cuda.Load(p) },
-	FromEnv: func() emutest.RT { return cuda.FromEnv() },
+	FromEnv: func() emutest.RT { return cuda.Open(os.Getenv(cuda.EnvLib)) },
 	Alloc: func(r emutest.RT, n uint64) (uintptr, error) {
 		return r.(*cuda.Runtime).Alloc(int(n))
 	},
@@ -53,17 +53,6 @@ func TestSymbols(t *testing.T) {
 		if got[name] != want {
 			t.Errorf("%s resolved to %q, want %q", name, got[name], want)
 		}
-	}
-}
-
-// TestDefaultLazy: Default loads once, from the environment.
-func TestDefaultLazy(t *testing.T) {
-	if os.Getenv(cuda.EnvLib) == "" {
-		t.Setenv(cuda.EnvLib, emutest.Lib(t))
-	}
-	a, b := cuda.Default(), cuda.Default()
-	if a != b {
-		t.Fatal("Default returned two runtimes")
 	}
 }
 

@@ -15,7 +15,7 @@ var target = emutest.Target{
 	Kind:       iface.ROCR,
 	EnvLib:     rocm.EnvLib,
 	Load:       func(p string) emutest.RT { return rocm.Load(p) },
-	FromEnv:    func() emutest.RT { return rocm.FromEnv() },
+	FromEnv:    func() emutest.RT { return rocm.Open(os.Getenv(rocm.EnvLib)) },
 	Alloc:      func(r emutest.RT, n uint64) (uintptr, error) { return r.(*rocm.Runtime).Alloc(n) },
 	Free:       func(r emutest.RT, p uintptr) error { return r.(*rocm.Runtime).Free(p) },
 	NoIPC:      "-DEMU_NO_HIP_IPC",
@@ -72,18 +72,8 @@ func TestRealROCm(t *testing.T) {
 		}
 	}
 	// The default search finds the library too.
-	t.Setenv(rocm.EnvLib, "")
-	r := rocm.FromEnv()
+	r := rocm.Open("")
 	if !r.Loaded() {
-		t.Errorf("FromEnv: %s", r.Reason())
-	}
-}
-
-func TestDefaultLazy(t *testing.T) {
-	if os.Getenv(rocm.EnvLib) == "" {
-		t.Setenv(rocm.EnvLib, emutest.Lib(t))
-	}
-	if rocm.Default() != rocm.Default() {
-		t.Fatal("Default returned two runtimes")
+		t.Errorf("Open(\"\"): %s", r.Reason())
 	}
 }

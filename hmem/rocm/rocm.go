@@ -19,9 +19,7 @@ package rocm
 
 import (
 	"fmt"
-	"os"
 	"strings"
-	"sync"
 
 	"github.com/lnx-go/lnx-go/hmem/internal/iface"
 	"github.com/lnx-go/lnx-go/hmem/internal/loader"
@@ -35,7 +33,7 @@ const (
 	HandleSize = 64
 )
 
-// DefaultLibs are the names FromEnv tries, in order, without EnvLib.
+// DefaultLibs are the names Open tries, in order, without EnvLib.
 var DefaultLibs = []string{"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"}
 
 // Symbol is one HIP entry point the loader resolves.
@@ -62,22 +60,12 @@ type Runtime struct {
 	version int // hipRuntimeGetVersion, 0 if unknown
 }
 
-var def struct {
-	once sync.Once
-	r    *Runtime
-}
-
-// Default returns the process's ROCm runtime, loaded on first use from
-// FromEnv.
-func Default() *Runtime {
-	def.once.Do(func() { def.r = FromEnv() })
-	return def.r
-}
-
-// FromEnv loads the library that FI_LNX_ROCM_LIB names, else the first of
-// DefaultLibs that loads. Each call loads anew; most callers want Default.
-func FromEnv() *Runtime {
-	p := strings.TrimSpace(os.Getenv(EnvLib))
+// Open loads the runtime as the FI_LNX_ROCM_LIB setting (EnvLib) says:
+// "" loads the first of DefaultLibs that loads, "none" or "off" gives an unavailable Runtime, anything
+// else is the library to load. Each call loads anew; lnx loads once per
+// process through package hmem, which gets the setting from lnx's config.
+func Open(setting string) *Runtime {
+	p := strings.TrimSpace(setting)
 	switch strings.ToLower(p) {
 	case "":
 		return loadFirst(DefaultLibs...)
