@@ -83,40 +83,15 @@ struct fi_info *lnx_info_next(struct fi_info *info)
 	return info->next;
 }
 
+/* Every FI_LNX_* variable, from Go's one list (lnx/config), so that
+ * `fi_info -e` shows exactly what lnx reads. */
 static void lnx_define_params(void)
 {
-	fi_param_define(&lnx_prov, "prov_links", FI_PARAM_STRING,
-		"Core providers to link: group['|'group], group = prov['+'prov[':'dom[,dom]]]. "
-		"'shm' is lnx's own intra-node core. Default: shm plus the first network provider found.");
-	fi_param_define(&lnx_prov, "disable_shm", FI_PARAM_BOOL,
-		"Drop the shm core from every link (all peers go over the network core).");
-	fi_param_define(&lnx_prov, "node_id", FI_PARAM_STRING,
-		"Node identity used to decide which peers are local (default: hostname and boot id).");
-	fi_param_define(&lnx_prov, "multi_rail_selection", FI_PARAM_STRING,
-		"Rail selection over several domains of one core: PER_PEER (each peer keeps one rail) "
-		"or PER_MSG (messages take the rails in turn; the receiver restores their order).");
-	fi_param_define(&lnx_prov, "net_addr_format", FI_PARAM_STRING,
-		"inet or inet6: the address family of a network core that offers both (default: its first).");
-	fi_param_define(&lnx_prov, "dump_stats", FI_PARAM_BOOL,
-		"Log per-core traffic counters when an endpoint closes.");
-	fi_param_define(&lnx_prov, "unexpected_max", FI_PARAM_SIZE_T,
-		"Bytes of unexpected messages buffered per endpoint before senders are held back.");
-	fi_param_define(&lnx_prov, "peer_timeout", FI_PARAM_STRING,
-		"How long a silent network peer is probed before its operations fail (Go duration, default 10s).");
-	fi_param_define(&lnx_prov, "net_credits", FI_PARAM_INT,
-		"Messages a sender may have in flight to one network receiver before it waits for "
-		"credits (1-255, default 64; 0 turns flow control off).");
-	fi_param_define(&lnx_prov, "net_read", FI_PARAM_BOOL,
-		"Large network sends of one buffer are read by the receiver (RMA) where the core can (default: on).");
-	fi_param_define(&lnx_prov, "fast_send", FI_PARAM_BOOL,
-		"Write small sends to peers on this node from C, without calling into Go (default: on).");
-	fi_param_define(&lnx_prov, "fast_recv", FI_PARAM_BOOL,
-		"Queue receives into one host buffer in C; Go posts them in order when it next runs (default: on).");
-	fi_param_define(&lnx_prov, "arm_recv", FI_PARAM_BOOL,
-		"With one receive posted and nothing unexpected, complete small shm messages, and network "
-		"messages of one peer, in C (default: on).");
-	fi_param_define(&lnx_prov, "rearm_recv", FI_PARAM_BOOL,
-		"Once C completed an armed receive, arm the next one posted in C too (default: on).");
+	const char *name, *help;
+	int type;
+
+	for (int i = 0; lnx_go_param(i, (char **)&name, &type, (char **)&help) == 0; i++)
+		fi_param_define(&lnx_prov, name, (enum fi_param_type)type, "%s", help);
 }
 
 /* libfabric's fi_fini may dlclose us; the Go runtime cannot be unloaded,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/lnx-go/lnx-go/lnx/config"
 	"github.com/lnx-go/lnx-go/lnx/fi"
 	"github.com/lnx-go/lnx-go/peers/ofi"
 )
@@ -132,8 +133,8 @@ func linkHash(name string) uint32 {
 
 // NodeID is this node's identity: FI_LNX_NODE_ID if set (tests and
 // containers), else hostname plus kernel boot id.
-func NodeID() uint64 {
-	id := strings.TrimSpace(Getenv(EnvNodeID))
+func NodeID(cfg *config.Config) uint64 {
+	id := cfg.NodeID
 	if id == "" {
 		host, _ := os.Hostname()
 		boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")

@@ -83,19 +83,12 @@ const (
 	ArmRingHdOff = unsafe.Offsetof(armRing{}.head)
 )
 
-// EnvArmRecv turns armed receives off when "0"; EnvRearm only C's arming
-// of the next receive.
-const (
-	EnvArmRecv = "FI_LNX_ARM_RECV"
-	EnvRearm   = "FI_LNX_REARM_RECV"
-)
-
 // armable tells refreshFast whether an endpoint that may queue receives
 // in C may also arm one: what C's completion leaves out (a receive
 // counter, default receive flags, statistics) must not be needed.
 func (e *Endpoint) armable() bool {
-	return (e.shm != nil || len(e.nets) == 1) && e.cntrs[fi.RECV] == nil && e.rxFlags == 0 && !envBool(EnvDumpStats) &&
-		!envOff(EnvArmRecv)
+	return (e.shm != nil || len(e.nets) == 1) && e.cntrs[fi.RECV] == nil && e.rxFlags == 0 && !e.cfg().DumpStats &&
+		e.cfg().ArmRecv
 }
 
 // arm lends the rings and the endpoint's one posted receive to C when the

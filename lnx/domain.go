@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync/atomic"
 
+	"github.com/lnx-go/lnx-go/lnx/config"
 	"github.com/lnx-go/lnx-go/lnx/fi"
 	"github.com/lnx-go/lnx-go/lnx/logging"
 	"github.com/lnx-go/lnx-go/peers/ofi"
@@ -18,6 +19,9 @@ type Domain struct {
 	Info   fi.Info
 	cores  []*coreDomain
 
+	// cfg is the configuration of the fi_getinfo before the domain
+	// opened; the domain's endpoints and caches follow it.
+	cfg   *config.Config
 	keys  mrKeys
 	cache regCache
 	mrs   atomic.Int64 // open MRs
@@ -44,7 +48,8 @@ func (c *coreDomain) close() error {
 
 // OpenDomain opens the link that info's domain name designates.
 func (f *Fabric) OpenDomain(info fi.Info) (*Domain, error) {
-	ls, err := Links(f.Version)
+	cfg := currentSettings()
+	ls, err := Links(f.Version, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -58,11 +63,12 @@ func (f *Fabric) OpenDomain(info fi.Info) (*Domain, error) {
 	if link == nil {
 		return nil, fi.Wrap(fi.EINVAL, "domain %q is not a configured lnx link", info.Domain.Name)
 	}
-	d := &Domain{Fabric: f, Link: link, Info: info}
+	d := &Domain{Fabric: f, Link: link, Info: info, cfg: cfg}
+	d.cache.max = cfg.MRCacheMax
 	for _, c := range link.Cores {
 		cd := &coreDomain{choice: c}
 		d.cores = append(d.cores, cd)
-		if err := cd.open(f.Version); err != nil {
+		if err := cd.open(f.Version, cfg.NetAddrFormat); err != nil {
 			d.closeCores()
 			return nil, err
 		}
@@ -72,12 +78,12 @@ func (f *Fabric) OpenDomain(info fi.Info) (*Domain, error) {
 	return d, nil
 }
 
-func (c *coreDomain) open(version uint32) error {
+func (c *coreDomain) open(version, addrFormat uint32) error {
 	var err error
 	if c.list, err = ofi.GetInfo(version, c.choice.Prov, c.choice.Domain, ofi.CoreCaps); err != nil {
 		return err
 	}
-	c.list.Prefer(netAddrFormat()) // as resolve chose
+	c.list.Prefer(addrFormat) // as resolve chose
 	if c.fab, err = ofi.OpenFabric(c.list.Infos[0]); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lnx-go/lnx-go/hmem"
+	"github.com/lnx-go/lnx-go/lnx/config"
 	"github.com/lnx-go/lnx-go/lnx/fi"
 	"github.com/lnx-go/lnx-go/lnx/logging"
 	"github.com/lnx-go/lnx-go/peers"
@@ -46,7 +47,7 @@ type Endpoint struct {
 	node        uint64
 	shm         *shm.Endpoint
 	routes      map[uint64]*route // fi_addr -> how to reach it
-	rails       railSel
+	rails       config.RailSelection
 	seqs        map[uint64]*seqState // PER_MSG senders' order, by fi_addr
 	railSeqs    map[*ofi.Peer]uint16 // PER_MSG: our next sequence to peers whose fi_addr was removed
 	forceArrive bool                 // arrive ignores the unexpected budget
@@ -100,18 +101,15 @@ type Endpoint struct {
 	srcCache struct{ id, gen, addr uint64 } // shmSource's last answer
 }
 
-// defaultUnexpMax bounds buffered unexpected payload per endpoint.
-const defaultUnexpMax = 64 << 20
-
 // OpenEndpoint opens an endpoint and its core endpoints.
 func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	if info.HasEP && info.EP.Type != fi.EP_RDM && info.EP.Type != fi.EP_UNSPEC {
 		return nil, fi.Wrap(fi.EINVAL, "lnx endpoints are FI_EP_RDM")
 	}
 	e := &Endpoint{Domain: d, Info: info, cntrs: map[uint64]*Cntr{},
-		node: NodeID(), routes: map[uint64]*route{}, sends: map[uint64]*sendCtx{},
+		node: NodeID(d.cfg), routes: map[uint64]*route{}, sends: map[uint64]*sendCtx{},
 		t0: time.Now(), pulls: map[*pendingPull]struct{}{},
-		tagged: peers.NewSerialQueue(true), untagged: peers.NewSerialQueue(false), unexpMax: envSize(EnvUnexpMax, defaultUnexpMax)}
+		tagged: peers.NewSerialQueue(true), untagged: peers.NewSerialQueue(false), unexpMax: d.cfg.UnexpectedMax}
 	if info.HasTx {
 		e.txFlags = info.Tx.OpFlags
 	}
@@ -120,7 +118,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	}
 	e.arriveFn, e.sendDone, e.pullDone = e.onArrival, e.onSendDone, e.onPullDone
 	e.hmemOn = hmem.Available() // without a runtime no buffer is ever classified
-	e.ipcOn = e.hmemOn && !envOff(EnvHmemIPC)
+	e.ipcOn = e.hmemOn && d.cfg.HmemIPC
 	if d.Link.Group.HasShm() {
 		se, err := shm.Open(shm.Config{})
 		if err != nil {
@@ -128,12 +126,12 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 		}
 		e.shm = se
 	}
-	e.rails, e.seqs = railSelection(), map[uint64]*seqState{}
+	e.rails, e.seqs = d.cfg.Rails, map[uint64]*seqState{}
 	for _, c := range d.cores {
 		// On the domain lnx opened. 1.17 rxm never reports a dead peer:
 		// the transport probes and gives up after the peer timeout.
-		t, err := c.dom.OpenTransport(ofi.Config{PeerTimeout: peerTimeout(),
-			Credits: netCredits(), NoRead: envOff(EnvNetRead)})
+		t, err := c.dom.OpenTransport(ofi.Config{PeerTimeout: d.cfg.PeerTimeout,
+			Credits: d.cfg.NetCredits, NoRead: !d.cfg.NetRead})
 		if err != nil {
 			e.closeCores()
 			return nil, err
@@ -283,7 +281,7 @@ func (e *Endpoint) Name() ([]byte, error) {
 func (e *Endpoint) Close() error {
 	e.lock()
 	defer e.mu.Unlock()
-	if envBool(EnvDumpStats) {
+	if e.cfg().DumpStats {
 		e.dumpStats(os.Stderr)
 	}
 	// Stop C's fast sends and leave the CQs first: both may be reading

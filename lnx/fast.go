@@ -81,13 +81,6 @@ const (
 	HdrData   = hdrData
 )
 
-// EnvFastSend turns the C fast send path off when "0"; EnvFastRecv the
-// queueing of receives in C.
-const (
-	EnvFastSend = "FI_LNX_FAST_SEND"
-	EnvFastRecv = "FI_LNX_FAST_RECV"
-)
-
 // SetFast gives the endpoint the C memory of its fast paths (struct
 // lnx_fast, zeroed: off until refreshFast turns it on) and the function
 // that turns a descriptor C queued into the MR it designates.
@@ -107,7 +100,7 @@ func (e *Endpoint) refreshFast() {
 		return
 	}
 	on := e.enabled && (e.shm != nil || len(e.nets) > 0) && !e.hmemOn && e.txCQ != nil && e.cntrs[fi.SEND] == nil &&
-		!envBool(EnvDumpStats) && !envOff(EnvFastSend)
+		!e.cfg().DumpStats && e.cfg().FastSend
 	atomic.StoreUint64(&f.txFlags, e.txFlags)
 	atomic.StoreUint64(&f.injectSize, e.injectSize())
 	sel := uint32(0)
@@ -125,14 +118,14 @@ func (e *Endpoint) refreshFast() {
 	// and a receive CQ whose gate counts them.
 	rx := uint32(0)
 	if e.enabled && e.rxCQ != nil && e.rxCQ.gate.m != nil && !e.hmemOn && e.rxFlags&(fi.PEEK|fi.CLAIM) == 0 &&
-		!envOff(EnvFastRecv) {
+		e.cfg().FastRecv {
 		rx = 1
 	}
 	if f.rxOn != rx {
 		atomic.StoreUint32(&f.rxOn, rx)
 	}
 	e.canArm = rx == 1 && e.armable()
-	e.canRearm = e.canArm && !envOff(EnvRearm)
+	e.canRearm = e.canArm && e.cfg().RearmRecv
 }
 
 // takeQueued posts the receives C queued, in order (e.mu held). Every

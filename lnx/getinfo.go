@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lnx-go/lnx-go/lnx/config"
 	"github.com/lnx-go/lnx-go/lnx/fi"
 	"github.com/lnx-go/lnx-go/lnx/links"
 	"github.com/lnx-go/lnx-go/lnx/logging"
@@ -138,9 +139,9 @@ var defaultOnce struct {
 
 // linksSpec returns FI_LNX_PROV_LINKS or the default: shm plus the first
 // network provider that answers fi_getinfo.
-func linksSpec(version uint32) string {
-	if s := strings.TrimSpace(Getenv(EnvLinks)); s != "" {
-		return s
+func linksSpec(version uint32, cfg *config.Config) string {
+	if cfg.Links != "" {
+		return cfg.Links
 	}
 	defaultOnce.Lock()
 	defer defaultOnce.Unlock()
@@ -156,17 +157,17 @@ func linksSpec(version uint32) string {
 			break
 		}
 	}
-	logging.Infof(logging.Core, "%s unset; default links %q", EnvLinks, spec)
+	logging.Infof(logging.Core, "%s unset; default links %q", config.Links, spec)
 	defaultOnce.v = spec
 	return spec
 }
 
 // resolve turns a parsed group into a Link by asking each network core.
-func resolve(version uint32, g links.Group) (*Link, error) {
-	if envBool(EnvDisableShm) {
+func resolve(version uint32, g links.Group, cfg *config.Config) (*Link, error) {
+	if cfg.DisableShm {
 		g = links.Group{Members: g.Network()}
 		if len(g.Members) == 0 {
-			return nil, fi.Wrap(fi.ENODATA, "%s set and the link has only shm", EnvDisableShm)
+			return nil, fi.Wrap(fi.ENODATA, "%s set and the link has only shm", config.DisableShm)
 		}
 	}
 	l := &Link{Group: g, lim: coreLimits{inject: ^uint64(0), maxMsg: ^uint64(0), txSize: ^uint64(0),
@@ -184,7 +185,7 @@ func resolve(version uint32, g links.Group) (*Link, error) {
 			if err != nil {
 				return nil, err
 			}
-			list.Prefer(netAddrFormat())
+			list.Prefer(cfg.NetAddrFormat)
 			ci := list.Infos[0]
 			l.lim.meet(limitsOf(&ci.Info))
 			l.Cores = append(l.Cores, CoreChoice{Prov: m.Prov, Domain: ci.Domain.Name, ProvName: ci.Provider()})
@@ -196,17 +197,17 @@ func resolve(version uint32, g links.Group) (*Link, error) {
 
 // Links parses and resolves the configured links. Groups whose cores are
 // unavailable are skipped with a warning; a malformed string is EINVAL.
-func Links(version uint32) ([]*Link, error) {
-	spec := linksSpec(version)
+func Links(version uint32, cfg *config.Config) ([]*Link, error) {
+	spec := linksSpec(version, cfg)
 	groups, err := links.Parse(spec)
 	if err != nil {
-		logging.Warnf(logging.Core, "%s: %v", EnvLinks, err)
-		return nil, fi.Wrap(fi.EINVAL, "%s: %v", EnvLinks, err)
+		logging.Warnf(logging.Core, "%s: %v", config.Links, err)
+		return nil, fi.Wrap(fi.EINVAL, "%s: %v", config.Links, err)
 	}
 	var out []*Link
 	var errs []error
 	for _, g := range groups {
-		l, err := resolve(version, g)
+		l, err := resolve(version, g, cfg)
 		if err != nil {
 			logging.Warnf(logging.Core, "link %q unavailable: %v", g.String(), err)
 			errs = append(errs, err)
@@ -215,7 +216,7 @@ func Links(version uint32) ([]*Link, error) {
 		out = append(out, l)
 	}
 	if len(out) == 0 {
-		return nil, fi.Wrap(fi.ENODATA, "no usable link in %s=%q: %v", EnvLinks, spec, errors.Join(errs...))
+		return nil, fi.Wrap(fi.ENODATA, "no usable link in %s=%q: %v", config.Links, spec, errors.Join(errs...))
 	}
 	return out, nil
 }
@@ -249,7 +250,7 @@ func GetInfo(version uint32, hints *fi.Info) ([]fi.Info, error) {
 		// ofi_rxm and other utilities probe every core with FI_EP_MSG.
 		return nil, fi.Wrap(fi.ENODATA, "lnx offers FI_EP_RDM only")
 	}
-	ls, err := Links(version)
+	ls, err := Links(version, loadSettings())
 	if err != nil {
 		return nil, err
 	}

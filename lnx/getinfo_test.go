@@ -2,6 +2,7 @@ package lnx
 
 import (
 	"errors"
+	"github.com/lnx-go/lnx-go/lnx/config"
 	"testing"
 
 	"github.com/lnx-go/lnx-go/lnx/fi"
@@ -18,7 +19,7 @@ func withEnv(t *testing.T, env map[string]string) {
 const v117 = 1<<16 | 17
 
 func TestGetInfoShmOnly(t *testing.T) {
-	withEnv(t, map[string]string{EnvLinks: "shm"})
+	withEnv(t, map[string]string{config.Links: "shm"})
 	infos, err := GetInfo(v117, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +53,7 @@ func TestGetInfoErrors(t *testing.T) {
 		{"no_such_prov_zz", fi.ENODATA},
 	}
 	for _, c := range cases {
-		withEnv(t, map[string]string{EnvLinks: c.links})
+		withEnv(t, map[string]string{config.Links: c.links})
 		_, err := GetInfo(v117, nil)
 		if !errors.Is(err, c.want) {
 			t.Errorf("links %q: err %v, want %v", c.links, err, c.want)
@@ -61,7 +62,7 @@ func TestGetInfoErrors(t *testing.T) {
 }
 
 func TestGetInfoSkipsUnavailableGroup(t *testing.T) {
-	withEnv(t, map[string]string{EnvLinks: "shm+no_such_prov_zz|shm"})
+	withEnv(t, map[string]string{config.Links: "shm+no_such_prov_zz|shm"})
 	infos, err := GetInfo(v117, nil)
 	if err != nil || len(infos) != 1 || infos[0].Domain.Name != "shm" {
 		t.Fatalf("got %d infos (%v), want only the shm link", len(infos), err)
@@ -69,7 +70,7 @@ func TestGetInfoSkipsUnavailableGroup(t *testing.T) {
 }
 
 func TestGetInfoHints(t *testing.T) {
-	withEnv(t, map[string]string{EnvLinks: "shm"})
+	withEnv(t, map[string]string{config.Links: "shm"})
 	ok := func(mod func(h *fi.Info)) (fi.Info, error) {
 		h := fi.Info{HasEP: true, HasTx: true, HasRx: true, HasDomain: true, HasFabric: true}
 		mod(&h)
@@ -115,7 +116,7 @@ func TestGetInfoHints(t *testing.T) {
 }
 
 func TestGetInfoWithTCP(t *testing.T) {
-	withEnv(t, map[string]string{EnvLinks: "shm+tcp;ofi_rxm:lo"})
+	withEnv(t, map[string]string{config.Links: "shm+tcp;ofi_rxm:lo"})
 	infos, err := GetInfo(v117, nil)
 	if err != nil {
 		t.Skipf("tcp;ofi_rxm unavailable: %v", err)
@@ -136,7 +137,7 @@ func TestGetInfoLinkedNames(t *testing.T) {
 	for _, linked := range []bool{false, true} {
 		old := linkedNames
 		linkedNames = func() bool { return linked }
-		withEnv(t, map[string]string{EnvLinks: "shm|shm+tcp;ofi_rxm:lo"})
+		withEnv(t, map[string]string{config.Links: "shm|shm+tcp;ofi_rxm:lo"})
 		infos, err := GetInfo(v117, nil)
 		linkedNames = old
 		if err != nil {
@@ -162,7 +163,7 @@ func TestGetInfoLinkedNames(t *testing.T) {
 
 // Bits 45 and 48 and control progress 3 mean something only from API 2.0.
 func TestGetInfoAPISemantics(t *testing.T) {
-	withEnv(t, map[string]string{EnvLinks: "shm"})
+	withEnv(t, map[string]string{config.Links: "shm"})
 	for _, c := range []struct {
 		caps     uint64
 		progress int

@@ -24,9 +24,6 @@ import (
 // cannot use it (several iovs, small, to this same process, a runtime
 // without IPC) are staged.
 
-// EnvHmemIPC disables the IPC path when "0"/"no"/"off".
-const EnvHmemIPC = "FI_LNX_HMEM_IPC"
-
 const (
 	ipcMagic0, ipcMagic1, ipcVersion = 'L', 'I', 1
 	ipcFixed                         = 3 + 1 + 4 + 8*4 + 2 // header before the handle

@@ -3,6 +3,7 @@ package lnx
 import (
 	"encoding/binary"
 	"errors"
+	"github.com/lnx-go/lnx-go/lnx/config"
 	"runtime"
 	"testing"
 	"time"
@@ -80,7 +81,7 @@ func TestLoadManyEndpointsAndReceives(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test")
 	}
-	nodes := openNodes(t, map[string]string{EnvLinks: "shm"}, 64)
+	nodes := openNodes(t, map[string]string{config.Links: "shm"}, 64)
 	rx, tx := nodes[0], nodes[63]
 	rx.insert(t, nodes)
 	tx.insert(t, nodes)
@@ -140,7 +141,7 @@ func TestLoadUnexpectedFlood(t *testing.T) {
 	}
 	const senders, perSender, size = 8, 4000, 1024
 	const budget = 1 << 20
-	nodes := openNodes(t, map[string]string{EnvLinks: "shm", EnvUnexpMax: "1m"}, senders+1)
+	nodes := openNodes(t, map[string]string{config.Links: "shm", config.UnexpectedMax: "1m"}, senders+1)
 	rx := nodes[0]
 	rx.insert(t, nodes)
 	for _, s := range nodes[1:] {

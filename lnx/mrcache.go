@@ -8,11 +8,6 @@ import (
 	"github.com/lnx-go/lnx-go/peers/ofi"
 )
 
-// EnvMRCacheMax bounds the idle core registrations a domain keeps.
-const EnvMRCacheMax = "FI_LNX_MR_CACHE_MAX"
-
-const defaultMRCacheMax = 1024
-
 // regCache keeps the core registrations of host ranges so that Open MPI's
 // pattern (register, send, close, for every message) registers a buffer
 // with the cores once: a released registration stays idle in the cache and
@@ -25,24 +20,17 @@ const defaultMRCacheMax = 1024
 // without pinning, so this is harmless there; for cores that pin pages set
 // FI_LNX_MR_CACHE_MAX=0, which closes core registrations with their MR.
 type regCache struct {
-	mu     sync.Mutex
-	byKey  map[regKey]*coreReg
-	head   *coreReg // idle list, most recent first
-	tail   *coreReg
-	idle   int
-	max    int
-	loaded bool
+	mu    sync.Mutex
+	byKey map[regKey]*coreReg
+	head  *coreReg // idle list, most recent first
+	tail  *coreReg
+	idle  int
+	max   int // idle entries kept (FI_LNX_MR_CACHE_MAX), set at domain open
 
 	hits, misses uint64
 }
 
-func (c *regCache) limit() int {
-	if !c.loaded {
-		c.max = int(envSize(EnvMRCacheMax, defaultMRCacheMax))
-		c.loaded = true
-	}
-	return c.max
-}
+func (c *regCache) limit() int { return c.max }
 
 // acquire returns the core registrations of a range, registering it with
 // every network core of d on a miss.

@@ -5,6 +5,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/lnx-go/lnx-go/lnx/config"
 	"github.com/lnx-go/lnx-go/lnx/fi"
 	"github.com/lnx-go/lnx-go/lnx/logging"
 	"github.com/lnx-go/lnx-go/peers"
@@ -283,7 +284,7 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 	}
 	n := min(len(nets), len(e.nets))
 	rt := &route{kind: kindNet}
-	if e.rails == perMsg && n > 1 {
+	if e.rails == config.PerMsg && n > 1 {
 		for i := 0; i < n; i++ {
 			p, err := e.nets[i].Connect(nets[i])
 			if err != nil {

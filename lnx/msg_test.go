@@ -3,6 +3,7 @@ package lnx
 import (
 	"bytes"
 	"errors"
+	"github.com/lnx-go/lnx-go/lnx/config"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ type pair struct {
 
 func newPair(t *testing.T) *pair {
 	t.Helper()
-	withEnv(t, map[string]string{EnvLinks: "shm"})
+	withEnv(t, map[string]string{config.Links: "shm"})
 	infos, err := GetInfo(v117, nil)
 	if err != nil {
 		t.Fatal(err)

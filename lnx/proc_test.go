@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/lnx-go/lnx-go/lnx/config"
 	"os"
 	"os/exec"
 	"strings"
@@ -46,7 +47,7 @@ type solo struct {
 
 func openSolo(links string) (*solo, error) {
 	Getenv = func(k string) string {
-		if k == EnvLinks {
+		if k == config.Links {
 			return links
 		}
 		return os.Getenv(k)

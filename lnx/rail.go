@@ -1,8 +1,6 @@
 package lnx
 
 import (
-	"strings"
-
 	"github.com/lnx-go/lnx-go/lnx/fi"
 	"github.com/lnx-go/lnx-go/lnx/logging"
 	"github.com/lnx-go/lnx-go/peers/ofi"
@@ -25,26 +23,6 @@ const (
 	hdrSeq   uint32 = 1 << 4 // the top 16 bits carry a per-peer sequence number
 	seqShift        = 16
 )
-
-// railSel is the FI_LNX_MULTI_RAIL_SELECTION policy.
-type railSel int
-
-const (
-	perPeer railSel = iota
-	perMsg
-)
-
-func railSelection() railSel {
-	switch v := strings.ToUpper(strings.TrimSpace(Getenv(EnvRailSelect))); v {
-	case "", "PER_PEER":
-		return perPeer
-	case "PER_MSG":
-		return perMsg
-	default:
-		logging.Warnf(logging.EPCtrl, "%s=%s is not PER_PEER or PER_MSG; using PER_PEER", EnvRailSelect, v)
-		return perPeer
-	}
-}
 
 // rail is one network core's connection to a peer.
 type rail struct {

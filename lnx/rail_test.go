@@ -3,6 +3,7 @@ package lnx
 import (
 	"encoding/binary"
 	"errors"
+	"github.com/lnx-go/lnx-go/lnx/config"
 	"os"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ func railTraffic(nd *node) []uint64 {
 // TestRailsPerPeer: with PER_PEER each peer keeps one rail, and the peers
 // are spread over both.
 func TestRailsPerPeer(t *testing.T) {
-	nodes := openNodes(t, map[string]string{EnvLinks: twoRails(t)}, 3)
+	nodes := openNodes(t, map[string]string{config.Links: twoRails(t)}, 3)
 	for _, nd := range nodes {
 		nd.insert(t, nodes)
 	}
@@ -64,7 +65,7 @@ func TestRailsPerPeer(t *testing.T) {
 // receive, posted in order with wildcard tags), across eager, inject and
 // rendezvous sizes.
 func TestRailsPerMessage(t *testing.T) {
-	nodes := openNodes(t, map[string]string{EnvLinks: twoRails(t), EnvRailSelect: "PER_MSG"}, 2)
+	nodes := openNodes(t, map[string]string{config.Links: twoRails(t), config.MultiRailSelection: "PER_MSG"}, 2)
 	for _, nd := range nodes {
 		nd.insert(t, nodes)
 	}
@@ -87,7 +88,7 @@ func TestRailsPerMessage(t *testing.T) {
 // peer again its messages still arrive, in order: the receiver's place in
 // the sender's sequence goes on.
 func TestRailsPerMessageAVReinsert(t *testing.T) {
-	nodes := openNodes(t, map[string]string{EnvLinks: twoRails(t), EnvRailSelect: "PER_MSG"}, 2)
+	nodes := openNodes(t, map[string]string{config.Links: twoRails(t), config.MultiRailSelection: "PER_MSG"}, 2)
 	for _, nd := range nodes {
 		nd.insert(t, nodes)
 	}
@@ -188,7 +189,7 @@ func streamAndCheck(t *testing.T, tx, rx *node, dst uint64, n int) {
 // whether receives were posted before (expected) or after (unexpected).
 func TestSeqReorder(t *testing.T) {
 	for _, posted := range []bool{true, false} {
-		nodes := openNodes(t, map[string]string{EnvLinks: "shm"}, 1)
+		nodes := openNodes(t, map[string]string{config.Links: "shm"}, 1)
 		nd := nodes[0]
 		const src = 7
 		bufs := make([]byte, 5*8)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/lnx-go/lnx-go/lnx/config"
 )
 
 const root = "../.."
@@ -28,10 +30,9 @@ func page(t *testing.T) string {
 	return roff
 }
 
-// envVars returns every FI_LNX_* name in lnx's sources (tests aside), and
-// FI_LNX_<NAME> for every fi_param_define in capi/provider.c, with where
-// each was found.
-func envVars(t *testing.T) map[string]string {
+// sourceVars returns every FI_LNX_* name in lnx's sources (tests, docs and
+// the build aside), with a file it was found in.
+func sourceVars(t *testing.T) map[string]string {
 	t.Helper()
 	vars := map[string]string{}
 	name := regexp.MustCompile(`\bFI_LNX_[A-Z0-9_]*[A-Z0-9]\b`)
@@ -66,17 +67,6 @@ func envVars(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prov, err := os.ReadFile(filepath.Join(root, "capi/provider.c"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	params := regexp.MustCompile(`fi_param_define\(\s*&lnx_prov,\s*"([a-z0-9_]+)"`).FindAllStringSubmatch(string(prov), -1)
-	if len(params) == 0 {
-		t.Fatal("no fi_param_define found in capi/provider.c")
-	}
-	for _, m := range params {
-		vars["FI_LNX_"+strings.ToUpper(m[1])] = "capi/provider.c fi_param_define " + m[1]
-	}
 	return vars
 }
 
@@ -100,25 +90,62 @@ func documented(roff string) map[string]bool {
 	return doc
 }
 
-// Every variable lnx reads or defines has an entry in ENVIRONMENT, and
-// every entry there is one lnx reads or defines.
+// The three lists agree: config.Vars (what lnx reads, and what capi hands
+// to fi_param_define, so what `fi_info -e` lists) is exactly what
+// ENVIRONMENT describes, and no source file names a variable outside it
+// (one read behind config's back, or a misspelling in a message).
 func TestEnvironmentComplete(t *testing.T) {
-	vars := envVars(t)
+	listed := map[string]bool{}
+	for _, v := range config.Vars {
+		listed[v.Env] = true
+	}
 	doc := documented(page(t))
 	var names []string
-	for v := range vars {
+	for v := range listed {
 		names = append(names, v)
 	}
 	sort.Strings(names)
 	for _, v := range names {
 		if !doc[v] {
-			t.Errorf("%s (%s) is not described under ENVIRONMENT in docs/lnx.7.md", v, vars[v])
+			t.Errorf("%s (lnx/config) is not described under ENVIRONMENT in docs/lnx.7.md", v)
 		}
 	}
 	for v := range doc {
-		if _, ok := vars[v]; !ok {
-			t.Errorf("docs/lnx.7.md describes %s, which no source file reads", v)
+		if !listed[v] {
+			t.Errorf("docs/lnx.7.md describes %s, which lnx/config does not list", v)
 		}
+	}
+	for v, where := range sourceVars(t) {
+		if !listed[v] {
+			t.Errorf("%s names %s, which lnx/config does not list", where, v)
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inReadme := map[string]bool{}
+	for _, row := range regexp.MustCompile(`(?m)^\| (.*?) \|`).FindAllStringSubmatch(string(readme), -1) {
+		for _, v := range regexp.MustCompile(`FI_LNX_[A-Z0-9_]*[A-Z0-9]`).FindAllString(row[1], -1) {
+			inReadme[v] = true
+		}
+	}
+	for _, v := range names {
+		if !inReadme[v] {
+			t.Errorf("%s is not in README.md's Environment table", v)
+		}
+	}
+	for v := range inReadme {
+		if !listed[v] {
+			t.Errorf("README.md's Environment table has %s, which lnx/config does not list", v)
+		}
+	}
+	prov, err := os.ReadFile(filepath.Join(root, "capi/provider.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`fi_param_define\(\s*&lnx_prov,\s*"`).Find(prov); m != nil {
+		t.Errorf("capi/provider.c defines a parameter by hand (%q); add it to lnx/config.Vars", m)
 	}
 	if len(doc) < 10 {
 		t.Errorf("only %d variables found under ENVIRONMENT", len(doc))
