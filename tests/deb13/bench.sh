@@ -5,7 +5,8 @@
 # table (cases interleaved round by round; ratios to the first case).
 # The built-in runs where FI_PROVIDER_PATH holds no lnx-go; it has no way
 # to place two processes of one machine on different nodes, so it appears
-# in the same-node table only.
+# in the same-node table only. Then the MPI-level benchmark
+# (tests/mpi/mpi_bench.sh) under Open MPI 5.0.7: ob1 + sm beside lnx-go.
 set -eu
 mkdir -p /out/bench /out/empty
 gcc -O2 -Wall -o /out/bench/fi_bench /lnx/tests/bench/fi_bench.c $(pkg-config --cflags --libs libfabric) -ldl
@@ -16,3 +17,6 @@ echo "# Debian 13 (libfabric $(dpkg-query -W -f='${Version}' libfabric1)): same 
 echo "# Debian 13: two simulated nodes (lnx over tcp;ofi_rxm) beside tcp;ofi_rxm alone"
 /out/bench/fi_bench -r "${ROUNDS:-3}" -s 1,64,4096,65536,1048576 'tcp=tcp;ofi_rxm' \
 	'lnx=lnx@shm+tcp;ofi_rxm:lo#bench'
+echo "# Debian 13: MPI level, Open MPI $(dpkg-query -W -f='${Version}' openmpi-bin): ob1 + sm beside cm + ofi over lnx-go"
+mpicc -O2 -Wall -o /out/bench/mpi_bench /lnx/tests/mpi/mpi_bench.c
+bash /lnx/tests/mpi/mpi_bench.sh -r "${ROUNDS:-3}" -s 1,64,4k,64k,1m,4m /out/bench/mpi_bench
