@@ -1,5 +1,5 @@
 #!/bin/sh
-# `fi_info -e` through the running libfabric lists exactly the FI_LNX_*
+# `fi_info -e` through the running libfabric lists every FI_LNX_*
 # variables docs/lnx.7.md describes under ENVIRONMENT (lnx hands libfabric
 # its one list, lnx/config.Vars, with fi_param_define).
 # usage: params_test.sh <repo root>   (FI_PROVIDER_PATH set by ctest)
@@ -12,10 +12,13 @@ if [ -z "$want" ]; then
 	echo "no FI_LNX_ variable found under ENVIRONMENT in $doc"
 	exit 1
 fi
-if [ "$want" != "$got" ]; then
-	echo "fi_info -e and docs/lnx.7.md disagree:"
-	echo "only in docs/lnx.7.md: $(echo "$want" | grep -vxF "$got" | tr '\n' ' ')"
-	echo "only in fi_info -e:    $(echo "$got" | grep -vxF "$want" | tr '\n' ' ')"
+# libfabric 2.x lists its built-in lnx's variables too (FI_LNX_USE_SRQ, also
+# under "lnx"): what fi_info -e lists beyond the page is shown, not failed.
+missing=$(echo "$want" | grep -vxF "$got")
+extra=$(echo "$got" | grep -vxF "$want")
+if [ -n "$missing" ]; then
+	echo "fi_info -e lacks variables docs/lnx.7.md describes: $(echo "$missing" | tr '\n' ' ')"
 	exit 1
 fi
+[ -z "$extra" ] || echo "fi_info -e also lists (another lnx, e.g. libfabric 2.x's built-in): $(echo "$extra" | tr '\n' ' ')"
 echo "fi_info -e lists the $(echo "$want" | wc -l) documented FI_LNX_* variables"
