@@ -100,21 +100,7 @@ func TestEnvironmentComplete(t *testing.T) {
 		listed[v.Env] = true
 	}
 	doc := documented(page(t))
-	var names []string
-	for v := range listed {
-		names = append(names, v)
-	}
-	sort.Strings(names)
-	for _, v := range names {
-		if !doc[v] {
-			t.Errorf("%s (lnx/config) is not described under ENVIRONMENT in docs/lnx.7.md", v)
-		}
-	}
-	for v := range doc {
-		if !listed[v] {
-			t.Errorf("docs/lnx.7.md describes %s, which lnx/config does not list", v)
-		}
-	}
+	sameVars(t, listed, doc, "described under ENVIRONMENT in docs/lnx.7.md")
 	for v, where := range sourceVars(t) {
 		if !listed[v] {
 			t.Errorf("%s names %s, which lnx/config does not list", where, v)
@@ -125,21 +111,13 @@ func TestEnvironmentComplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	inReadme := map[string]bool{}
+	name := regexp.MustCompile(`FI_LNX_[A-Z0-9_]*[A-Z0-9]`)
 	for _, row := range regexp.MustCompile(`(?m)^\| (.*?) \|`).FindAllStringSubmatch(string(readme), -1) {
-		for _, v := range regexp.MustCompile(`FI_LNX_[A-Z0-9_]*[A-Z0-9]`).FindAllString(row[1], -1) {
+		for _, v := range name.FindAllString(row[1], -1) {
 			inReadme[v] = true
 		}
 	}
-	for _, v := range names {
-		if !inReadme[v] {
-			t.Errorf("%s is not in README.md's Environment table", v)
-		}
-	}
-	for v := range inReadme {
-		if !listed[v] {
-			t.Errorf("README.md's Environment table has %s, which lnx/config does not list", v)
-		}
-	}
+	sameVars(t, listed, inReadme, "in README.md's Environment table")
 	prov, err := os.ReadFile(filepath.Join(root, "capi/provider.c"))
 	if err != nil {
 		t.Fatal(err)
@@ -149,6 +127,30 @@ func TestEnvironmentComplete(t *testing.T) {
 	}
 	if len(doc) < 10 {
 		t.Errorf("only %d variables found under ENVIRONMENT", len(doc))
+	}
+}
+
+// sameVars reports every variable lnx/config lists that where lacks, and
+// every one where has that lnx/config does not list.
+func sameVars(t *testing.T, listed, other map[string]bool, where string) {
+	t.Helper()
+	var names []string
+	for v := range listed {
+		names = append(names, v)
+	}
+	for v := range other {
+		if !listed[v] {
+			names = append(names, v)
+		}
+	}
+	sort.Strings(names)
+	for _, v := range names {
+		switch {
+		case !other[v]:
+			t.Errorf("%s (lnx/config) is not %s", v, where)
+		case !listed[v]:
+			t.Errorf("%s is %s, but lnx/config does not list it", v, where)
+		}
 	}
 }
 
