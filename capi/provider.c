@@ -85,13 +85,23 @@ struct fi_info *lnx_info_next(struct fi_info *info)
 
 /* Every FI_LNX_* variable, from Go's one list (lnx/config), so that
  * `fi_info -e` shows exactly what lnx reads. */
+/* Go makes the strings once and keeps them for the process; a C global
+ * holds them too so that LeakSanitizer, which does not scan Go's heap,
+ * sees them reachable (not static: a write-only static is optimised away). */
+const char *lnx_param_strings[2 * 64];
+
 static void lnx_define_params(void)
 {
 	const char *name, *help;
 	int type;
 
-	for (int i = 0; lnx_go_param(i, (char **)&name, &type, (char **)&help) == 0; i++)
+	for (int i = 0; lnx_go_param(i, (char **)&name, &type, (char **)&help) == 0; i++) {
+		if (2 * i + 1 < (int)(sizeof(lnx_param_strings) / sizeof(lnx_param_strings[0]))) {
+			lnx_param_strings[2 * i] = name;
+			lnx_param_strings[2 * i + 1] = help;
+		}
 		fi_param_define(&lnx_prov, name, (enum fi_param_type)type, "%s", help);
+	}
 }
 
 /* libfabric's fi_fini may dlclose us; the Go runtime cannot be unloaded,
