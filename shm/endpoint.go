@@ -318,6 +318,7 @@ type Endpoint struct {
 	mem    []byte
 	base   unsafe.Pointer
 	mapped bool
+	lockFd int // our region file, holding the OFD lock that says we live
 	addr   []byte
 	in     []inRing
 	peers  map[uint64]*Peer
@@ -347,11 +348,12 @@ func Open(cfg Config) (*Endpoint, error) {
 	var mem []byte
 	var name string
 	var id uint64
+	lockFd := -1
 	for try := 0; try < 8; try++ {
 		for id = randUint64(); id == 0; id = randUint64() {
 		}
 		name = regionName(pid, id)
-		mem, err = createRegion(name, geo.total)
+		mem, lockFd, err = createRegion(name, geo.total)
 		if err == nil || !errors.Is(err, unix.EEXIST) {
 			break
 		}
@@ -361,6 +363,7 @@ func Open(cfg Config) (*Endpoint, error) {
 	}
 	e := newEndpoint(cfg, geo, mem, id, pid, name)
 	e.mapped = true
+	e.lockFd = lockFd
 	return e, nil
 }
 
@@ -378,22 +381,24 @@ func newEndpoint(cfg Config, geo geometry, mem []byte, id uint64, pid int, name 
 	h.bulkBytes = uint32(geo.bulkBytes)
 	h.eagerMax = uint32(geo.eagerMax)
 	h.total = geo.total
+	h.pidNS = selfPidNS()
 	atomic.StoreUint64(&h.state, epOpen)
 	atomic.StoreUint64(&h.magic, regionMagic)
 
 	e := &Endpoint{
-		hdr:   h,
-		cfg:   cfg,
-		geo:   geo,
-		id:    id,
-		pid:   pid,
-		name:  name,
-		mem:   mem,
-		base:  base,
-		addr:  encodeAddr(id, pid),
-		in:    make([]inRing, geo.nrings),
-		peers: make(map[uint64]*Peer),
-		t0:    time.Now(),
+		hdr:    h,
+		cfg:    cfg,
+		geo:    geo,
+		id:     id,
+		pid:    pid,
+		name:   name,
+		mem:    mem,
+		base:   base,
+		addr:   encodeAddr(id, pid),
+		in:     make([]inRing, geo.nrings),
+		peers:  make(map[uint64]*Peer),
+		t0:     time.Now(),
+		lockFd: -1,
 	}
 	for i := range e.in {
 		r := &e.in[i]
@@ -466,6 +471,18 @@ func (e *Endpoint) Connect(addr []byte) (*Peer, error) {
 	if atomic.LoadUint64(&h.state) != epOpen {
 		_ = unmapGuarded(mem)
 		return nil, fmt.Errorf("%w: endpoint %s closed", ErrPeerGone, a.name)
+	}
+	// The address's pid, used for liveness (pidfd) and process_vm_readv,
+	// is the peer's own view of itself: it names the peer only if both
+	// of us live in the same PID namespace. Two containers of one pod
+	// share /dev/shm but not PID namespaces, and there that pid names
+	// another process of ours, or none: CMA would read the wrong memory
+	// (silently, when it is mapped at the same addresses) and liveness
+	// would be wrong. Refuse such a peer; lnx then uses a network core.
+	if ns := h.pidNS; !samePidNS(ns, e.hdr.pidNS) {
+		_ = unmapGuarded(mem)
+		return nil, fmt.Errorf("%w: %s lives in another PID namespace (%s, ours %s)",
+			ErrForeignNS, a.name, nsString(ns), nsString(e.hdr.pidNS))
 	}
 	pr := openProc(a.pid)
 	if pr.dead {
@@ -599,6 +616,10 @@ func (e *Endpoint) Close() error {
 		if rerr := os.Remove(shmDir + "/" + e.name); rerr != nil && err == nil {
 			err = fmt.Errorf("shm: unlink: %w", rerr)
 		}
+	}
+	if e.lockFd >= 0 {
+		_ = unix.Close(e.lockFd) // drops the lock, after the unlink
+		e.lockFd = -1
 	}
 	e.mem = nil
 	e.base = nil

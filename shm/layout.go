@@ -103,7 +103,8 @@ type regionHdr struct {
 	_          uint32
 	total      uint64    // 56
 	claimGen   uint64    // 64: bumped on every claim / close / release
-	_          [7]uint64 //
+	pidNS      uint64    // 72: owner's PID namespace (pidNSID), 0 = unknown
+	_          [6]uint64 //
 	state      uint64    // 128: epOpen / epClosed
 	_          [7]uint64
 }
