@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lnx-go/lnx-go/hmem"
@@ -124,7 +125,11 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	if d.Link.Group.HasShm() {
 		se, err := shm.Open(shm.Config{})
 		if err != nil {
-			return nil, fi.Wrap(fi.ENODEV, "shm core: %v", err)
+			code := fi.ENODEV
+			if errors.Is(err, syscall.ENOSPC) {
+				code = fi.ENOSPC // /dev/shm cannot hold the region
+			}
+			return nil, fi.Wrap(code, "shm core: %v", err)
 		}
 		e.shm = se
 	}

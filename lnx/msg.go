@@ -269,13 +269,19 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 	}
 	if raw, ok := shmAddrOf(ent.addr); ok && e.shm != nil && ent.addr.Node == e.node {
 		p, err := e.shm.Connect(raw)
-		if err != nil {
+		if err == nil {
+			rt := &route{kind: kindShm, shm: p}
+			e.routes[addr] = rt
+			e.publishFast(addr, rt)
+			return rt, nil
+		}
+		// Same node id but shm cannot reach the peer: a private /dev/shm
+		// (separate mount namespaces), another PID namespace, a region
+		// that is gone. A network core both addresses carry still can.
+		if len(netAddrsOf(ent.addr)) == 0 || len(e.nets) == 0 {
 			return nil, fi.Wrap(fi.EHOSTUNREACH, "shm connect to %d: %v", addr, err)
 		}
-		rt := &route{kind: kindShm, shm: p}
-		e.routes[addr] = rt
-		e.publishFast(addr, rt)
-		return rt, nil
+		logging.Warnf(logging.EPData, "peer %d on this node is not reachable over shm (%v); using the network core", addr, err)
 	}
 	nets := netAddrsOf(ent.addr)
 	if len(nets) == 0 || len(e.nets) == 0 {
