@@ -50,6 +50,7 @@ type Endpoint struct {
 	rails       railSel
 	seqs        map[uint64]*seqState // PER_MSG senders' order, by fi_addr
 	railSeqs    map[*ofi.Peer]uint16 // PER_MSG: our next sequence to peers whose fi_addr was removed
+	retire      []*shm.Peer          // shm peers of removed fi_addrs, released once unused (releasePeers)
 	forceArrive bool                 // arrive ignores the unexpected budget
 	tagged      *peers.Queue
 	untagged    *peers.Queue

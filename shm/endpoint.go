@@ -660,6 +660,10 @@ func (e *Endpoint) SourceAddr(src uint64) ([]byte, error) {
 	return nil, fmt.Errorf("%w: no ring claimed by %016x", ErrPeerGone, src)
 }
 
+// Busy reports whether p has rendezvous sends outstanding or a fallback
+// copy in progress: Disconnect would fail them.
+func (p *Peer) Busy() bool { return !p.dead && (p.outstanding > 0 || p.st.active) }
+
 // PID returns the peer's process id.
 func (p *Peer) PID() int { return p.pid }
 
