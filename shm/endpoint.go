@@ -336,6 +336,13 @@ type Endpoint struct {
 	txa txArena
 }
 
+// RegionHook, if set, is told the path of every region this process
+// creates (live true, before Open returns) and removes (live false, before
+// Close unlinks it). lnx's C layer uses it to unlink the regions of
+// endpoints never closed when the process exits. Set it before the first
+// Open; it must not call into this package.
+var RegionHook func(path string, live bool)
+
 // Open creates an endpoint and its shared-memory region. It first removes
 // stale regions left by dead processes (best effort).
 func Open(cfg Config) (*Endpoint, error) {
@@ -364,6 +371,9 @@ func Open(cfg Config) (*Endpoint, error) {
 	e := newEndpoint(cfg, geo, mem, id, pid, name)
 	e.mapped = true
 	e.lockFd = lockFd
+	if h := RegionHook; h != nil {
+		h(shmDir+"/"+name, true)
+	}
 	return e, nil
 }
 
@@ -612,6 +622,9 @@ func (e *Endpoint) Close() error {
 	if e.mapped {
 		if uerr := unmapGuarded(e.mem); uerr != nil {
 			err = fmt.Errorf("shm: unmap: %w", uerr)
+		}
+		if h := RegionHook; h != nil {
+			h(shmDir+"/"+e.name, false)
 		}
 		if rerr := os.Remove(shmDir + "/" + e.name); rerr != nil && err == nil {
 			err = fmt.Errorf("shm: unlink: %w", rerr)
