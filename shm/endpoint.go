@@ -383,6 +383,7 @@ func newEndpoint(cfg Config, geo geometry, mem []byte, id uint64, pid int, name 
 	base := unsafe.Pointer(&mem[0])
 	h := (*regionHdr)(base)
 	h.version = regionVersion
+	h.features = hdrLocked
 	h.pid = uint64(pid)
 	h.id = id
 	h.nrings = uint32(geo.nrings)

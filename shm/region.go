@@ -258,9 +258,12 @@ func pidDead(pid int) bool {
 // pid in the name: that pid means nothing in another PID namespace sharing
 // this /dev/shm (two containers of one pod), where it may name no process
 // (a live region would be deleted) or an unrelated one (a stale region
-// would stay forever). A region whose lock we can take has no owner; we
-// unlink it while holding the lock, and a creator racing with us sees its
-// file unlinked once it gets the lock (createRegion) and starts again.
+// would stay forever). A region whose lock we can take, and whose header
+// says its owner held one (hdrLocked), has no owner; we unlink it while
+// holding the lock, and a creator racing with us sees its file unlinked
+// once it gets the lock (createRegion) and starts again. A region without
+// that bit (an older lnx-go, which takes no lock, or a creator that died
+// before writing its header) falls back to the pid test.
 func cleanupStale() {
 	ents, err := os.ReadDir(shmDir)
 	if err != nil {
@@ -269,7 +272,8 @@ func cleanupStale() {
 	euid := uint32(os.Geteuid())
 	for _, de := range ents {
 		name := de.Name()
-		if _, ok := parseName(name); !ok {
+		pid, ok := parseName(name)
+		if !ok {
 			continue
 		}
 		path := shmDir + "/" + name
@@ -279,12 +283,21 @@ func cleanupStale() {
 		}
 		var st unix.Stat_t
 		if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Uid == euid {
-			if ok, err := lockRegion(fd); ok && err == nil {
+			if ok, err := lockRegion(fd); ok && err == nil && (lockedRegion(fd) || pidDead(pid)) {
 				_ = unix.Unlink(path)
 			}
 		}
 		_ = unix.Close(fd)
 	}
+}
+
+// lockedRegion reports whether the region file's header says its owner
+// holds the OFD lock while alive.
+func lockedRegion(fd int) bool {
+	var b [16]byte
+	n, err := unix.Pread(fd, b[:], 0)
+	return err == nil && n == len(b) && binary.LittleEndian.Uint64(b[0:]) == regionMagic &&
+		binary.LittleEndian.Uint32(b[12:])&hdrLocked != 0
 }
 
 // regionName is the /dev/shm name of the region of endpoint id in pid.

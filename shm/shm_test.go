@@ -2,6 +2,7 @@ package shm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -867,12 +868,27 @@ func TestStaleCleanup(t *testing.T) {
 	if ok, err := lockRegion(lfd); !ok || err != nil {
 		t.Fatalf("lock: %v %v", ok, err)
 	}
+	var hdr [hdrBytes]byte
+	binary.LittleEndian.PutUint64(hdr[0:], regionMagic)
+	binary.LittleEndian.PutUint32(hdr[8:], regionVersion)
+	binary.LittleEndian.PutUint32(hdr[12:], hdrLocked)
 	stale := fmt.Sprintf("%s/lnx-1-%016x", shmDir, randUint64())
-	if err := os.WriteFile(stale, []byte("stale"), 0o600); err != nil {
+	if err := os.WriteFile(stale, hdr[:], 0o600); err != nil {
 		t.Fatal(err)
 	}
 	defer os.Remove(stale)
+	// A region of an older lnx-go (no lock, no hdrLocked) whose pid is
+	// alive here may be live: it stays.
+	old := fmt.Sprintf("%s/lnx-1-%016x", shmDir, randUint64())
+	binary.LittleEndian.PutUint32(hdr[12:], 0)
+	if err := os.WriteFile(old, hdr[:], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(old)
 	mustOpen(t, Config{})
+	if _, err := os.Stat(old); err != nil {
+		t.Fatalf("lock-less region of an older version, pid alive, was removed: %v", err)
+	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("stale region of dead pid %d not removed", dead)
 	}
