@@ -49,7 +49,12 @@ static int private_shm(const char *size)
 	char opt[64];
 	if (unshare(CLONE_NEWNS))
 		return errno;
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+	/* Keep our mounts from propagating out. In a chroot "/" need not be
+	 * a mount point: then the /dev/shm mount (or /dev) is made private,
+	 * the parent of the tmpfs mounted below. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) &&
+	    mount(NULL, "/dev/shm", NULL, MS_REC | MS_PRIVATE, NULL) &&
+	    mount(NULL, "/dev", NULL, MS_REC | MS_PRIVATE, NULL))
 		return errno;
 	snprintf(opt, sizeof(opt), "size=%s,mode=1777", size);
 	if (mount("lnxtest", "/dev/shm", "tmpfs", 0, opt))
