@@ -10,8 +10,10 @@
 // # Regions and channels
 //
 // Every Endpoint creates one region, /dev/shm/lnx-<pid>-<16 hex> (mode
-// 0600, allocated in full with posix_fallocate so that a full /dev/shm is
-// an ENOSPC from Open rather than a SIGBUS later, unlinked by Close). The
+// 0600, unlinked by Close). Its pages are allocated with fallocate when it
+// is created, so that a full /dev/shm is an ENOSPC from Open rather than a
+// SIGBUS later, except for the bulk windows of the fallback copy, which a
+// Pull allocates before first using one (ENOSPC from that Pull). The
 // owner holds an OFD write lock on the file while the endpoint lives; Open
 // removes regions of its user whose lock it can take. Liveness by lock,
 // not by the pid in the name, holds across PID namespaces that share

@@ -199,6 +199,7 @@ type inRing struct {
 	bulk    unsafe.Pointer
 	half    uint64
 	bulkGen uint32
+	bulkOK  bool // the bulk window's pages are allocated (allocBulk)
 }
 
 // sendSlot tracks one outstanding rendezvous send.
@@ -360,7 +361,7 @@ func Open(cfg Config) (*Endpoint, error) {
 		for id = randUint64(); id == 0; id = randUint64() {
 		}
 		name = regionName(pid, id)
-		mem, lockFd, err = createRegion(name, geo.total)
+		mem, lockFd, err = createRegion(name, geo)
 		if err == nil || !errors.Is(err, unix.EEXIST) {
 			break
 		}

@@ -14,7 +14,7 @@ import (
 
 // shmDir is where POSIX shared memory objects live on Linux (shm_open(3)
 // creates its objects there, so a region is also reachable as /name).
-const shmDir = "/dev/shm"
+var shmDir = "/dev/shm" // a variable for tests only
 
 const namePrefix = "lnx-"
 
@@ -113,7 +113,8 @@ func randUint64() uint64 {
 // returned fd stays open for the endpoint's lifetime: it holds an OFD write
 // lock on the file, which is how other processes (in any PID namespace
 // sharing this /dev/shm) tell a live region from a stale one.
-func createRegion(name string, size uint64) ([]byte, int, error) {
+func createRegion(name string, geo geometry) ([]byte, int, error) {
+	size := geo.total
 	path := shmDir + "/" + name
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
@@ -146,13 +147,25 @@ func createRegion(name string, size uint64) ([]byte, int, error) {
 		_ = unix.Close(fd)
 		return nil, -1, fmt.Errorf("shm: %s was removed while created: %w", path, unix.EEXIST)
 	}
-	// Allocate every page now: a region sized by ftruncate alone is
+	// Allocate the pages now: a region sized by ftruncate alone is
 	// sparse, and when /dev/shm (a tmpfs, often 64 MiB in a container)
 	// cannot back a page touched later, the access raises SIGBUS, in our
-	// process or in a peer writing into our rings. posix_fallocate makes
-	// a full /dev/shm an error here (ENOSPC) instead.
-	if err := fallocate(fd, int64(size)); err != nil {
-		return fail(fmt.Sprintf("allocate %d bytes for", size), err)
+	// process or in a peer writing into our rings. fallocate makes a full
+	// /dev/shm an error here (ENOSPC) instead. Everything a peer may write
+	// at any time (header, control blocks, ack and forward rings) is
+	// allocated; the bulk windows, three quarters of a default region and
+	// used only by the fallback copy, are allocated when a Pull first
+	// needs one (allocBulk), which then fails cleanly instead.
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		return fail("size", err)
+	}
+	if err := fallocate(fd, 0, int64(geo.dataOff)); err != nil {
+		return fail(fmt.Sprintf("allocate %d bytes for", geo.dataOff), err)
+	}
+	for i := uint64(0); i < geo.nrings; i++ {
+		if err := fallocate(fd, int64(geo.dataOff+i*geo.dataStride), int64(geo.bulkOff)); err != nil {
+			return fail(fmt.Sprintf("allocate ring %d of", i), err)
+		}
 	}
 	mem, err := mapGuarded(fd, int(size))
 	if err != nil {
@@ -182,14 +195,14 @@ func lockRegion(fd int) (bool, error) {
 	}
 }
 
-// fallocate reserves size bytes of fd's file, retrying on EINTR (tmpfs
-// can be interrupted while allocating a large file).
-func fallocate(fd int, size int64) error {
+// fallocate allocates len bytes at off of fd's file (already sized),
+// retrying on EINTR (tmpfs can be interrupted while allocating). A file
+// system without fallocate (not a tmpfs) keeps the old sparse sizing.
+func fallocate(fd int, off, len int64) error {
 	for {
-		err := unix.Fallocate(fd, 0, 0, size)
+		err := unix.Fallocate(fd, 0, off, len)
 		if err == unix.EOPNOTSUPP {
-			// Not a tmpfs: keep the old sparse sizing.
-			return unix.Ftruncate(fd, size)
+			return nil
 		}
 		if err != unix.EINTR {
 			return err
