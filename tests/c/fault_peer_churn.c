@@ -78,6 +78,10 @@ static void server(int sock, const struct lnx_opts *o, int clients)
 		CHECK_RC(fi_av_insert(l.av, name, 1, &addr, 0, NULL), 1);
 		memset(buf, 0, BIG);
 		CHECK(fi_trecv(l.ep, buf, BIG, NULL, addr, c, 0, &ctx));
+		/* The client sends only now: a message progressed before its
+		 * sender is in the AV has no source a directed receive can
+		 * match. */
+		xwrite(sock, "g", 1);
 		wait_ok(l.cq, &e, &src, "1 MiB from a client");
 		EXPECT(e.op_context == &ctx && e.len == BIG && e.tag == (uint64_t)c && src == addr,
 		       "client %d: len %zu tag %llu src %llu", c, e.len, (unsigned long long)e.tag,
@@ -123,6 +127,8 @@ static void client(int sock, const struct lnx_opts *o, int c, const uint8_t *sna
 	memset(rbuf, 0, BIG);
 	CHECK(fi_trecv(l.ep, rbuf, BIG, NULL, srv, c, 0, &rctx));
 	xwrite(sock, l.name, l.namelen);
+	char g;
+	xread(sock, &g, 1); /* the server has inserted us */
 	POST(l.cq, fi_tsend(l.ep, sbuf, BIG, NULL, srv, c, &sctx));
 	while (!got_s || !got_r) {
 		struct fi_cq_tagged_entry e;
