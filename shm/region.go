@@ -129,13 +129,13 @@ func createRegion(name string, geo geometry) ([]byte, int, error) {
 		return fail("chmod", err)
 	}
 	if ok, err := lockRegion(fd); err != nil || !ok {
-		// A cleaner holds the lock of our brand-new file and is about to
-		// unlink it: start again under another name.
-		_ = unix.Close(fd)
+		// A cleaner holds the lock of our brand-new file (and unlinks
+		// it only if it takes it for a dead process's): the file is
+		// ours, remove it and start again under another name.
 		if err == nil {
 			err = unix.EEXIST
 		}
-		return nil, -1, fmt.Errorf("shm: lock %s: %w", path, err)
+		return fail("lock", err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
