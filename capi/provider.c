@@ -1,5 +1,6 @@
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "lnx_capi.h"
 #include "_cgo_export.h"
 
@@ -31,12 +32,65 @@ static int lnx_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabr
 	return 0;
 }
 
+/*
+ * The shm regions (/dev/shm files) of this process's open endpoints. A
+ * process that exits without closing them (exit(), a return from main)
+ * would leave them until the next lnx process on the node cleans up stale
+ * regions; the destructor below unlinks them at exit, without entering
+ * Go. Each entry remembers its creator's pid: a child forked without exec
+ * exits with a copy of the table and must not unlink its parent's live
+ * regions. Best effort: beyond LNX_REGIONS live regions the rest wait for
+ * the stale cleanup, as do those of a process killed by a signal.
+ */
+#define LNX_REGIONS 256
+#define LNX_REGION_PATH 64
+static struct {
+	pid_t pid;
+	char path[LNX_REGION_PATH];
+} lnx_regions[LNX_REGIONS];
+static int lnx_regions_lock;
+
+void lnx_region_note(const char *path, int live)
+{
+	if (strlen(path) >= LNX_REGION_PATH)
+		return;
+	while (__atomic_exchange_n(&lnx_regions_lock, 1, __ATOMIC_ACQUIRE))
+		;
+	pid_t self = getpid();
+	for (int i = 0; i < LNX_REGIONS; i++) {
+		if (live && lnx_regions[i].pid == 0) {
+			strcpy(lnx_regions[i].path, path);
+			lnx_regions[i].pid = self;
+			break;
+		}
+		if (!live && lnx_regions[i].pid == self && !strcmp(lnx_regions[i].path, path)) {
+			lnx_regions[i].pid = 0;
+			break;
+		}
+	}
+	__atomic_store_n(&lnx_regions_lock, 0, __ATOMIC_RELEASE);
+}
+
+__attribute__((destructor)) static void lnx_regions_unlink(void)
+{
+	/* No lock: at exit another thread may hold it forever. Only this
+	 * process's own entries, each unlinked once. */
+	pid_t self = getpid();
+	for (int i = 0; i < LNX_REGIONS; i++) {
+		if (lnx_regions[i].pid == self) {
+			lnx_regions[i].pid = 0;
+			unlink(lnx_regions[i].path);
+		}
+	}
+}
+
 /* Called from libfabric's destructor at process exit. It must not enter
  * Go: if the process is exiting because the Go runtime hit a fatal error,
  * a callback into it never returns and the process hangs instead of dying.
- * Go objects need no teardown at exit. */
+ * Go objects need no teardown at exit; shm regions are unlinked. */
 static void lnx_cleanup(void)
 {
+	lnx_regions_unlink();
 }
 
 /* The newest libfabric API whose ABI and semantics lnx knows (checked

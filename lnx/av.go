@@ -97,6 +97,7 @@ func (av *AV) Remove(addrs []uint64) error {
 	for _, e := range users {
 		e.lock()
 		e.forgetAddrs(addrs)
+		e.releasePeers()
 		e.mu.Unlock()
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lnx-go/lnx-go/hmem"
@@ -50,6 +51,7 @@ type Endpoint struct {
 	rails       config.RailSelection
 	seqs        map[uint64]*seqState // PER_MSG senders' order, by fi_addr
 	railSeqs    map[*ofi.Peer]uint16 // PER_MSG: our next sequence to peers whose fi_addr was removed
+	retire      []*shm.Peer          // shm peers of removed fi_addrs, released once unused (releasePeers)
 	forceArrive bool                 // arrive ignores the unexpected budget
 	tagged      *peers.Queue
 	untagged    *peers.Queue
@@ -122,7 +124,11 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	if d.Link.Group.HasShm() {
 		se, err := shm.Open(shm.Config{})
 		if err != nil {
-			return nil, fi.Wrap(fi.ENODEV, "shm core: %v", err)
+			code := fi.ENODEV
+			if errors.Is(err, syscall.ENOSPC) {
+				code = fi.ENOSPC // /dev/shm cannot hold the region
+			}
+			return nil, fi.Wrap(code, "shm core: %v", err)
 		}
 		e.shm = se
 	}

@@ -2,6 +2,7 @@ package lnx
 
 import (
 	"errors"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -270,13 +271,19 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 	}
 	if raw, ok := shmAddrOf(ent.addr); ok && e.shm != nil && ent.addr.Node == e.node {
 		p, err := e.shm.Connect(raw)
-		if err != nil {
+		if err == nil {
+			rt := &route{kind: kindShm, shm: p}
+			e.routes[addr] = rt
+			e.publishFast(addr, rt)
+			return rt, nil
+		}
+		// Same node id but shm cannot reach the peer: a private /dev/shm
+		// (separate mount namespaces), another PID namespace, a region
+		// that is gone. A network core both addresses carry still can.
+		if len(netAddrsOf(ent.addr)) == 0 || len(e.nets) == 0 {
 			return nil, fi.Wrap(fi.EHOSTUNREACH, "shm connect to %d: %v", addr, err)
 		}
-		rt := &route{kind: kindShm, shm: p}
-		e.routes[addr] = rt
-		e.publishFast(addr, rt)
-		return rt, nil
+		logging.Warnf(logging.EPData, "peer %d on this node is not reachable over shm (%v); using the network core", addr, err)
 	}
 	nets := netAddrsOf(ent.addr)
 	if len(nets) == 0 || len(e.nets) == 0 {
@@ -325,6 +332,9 @@ func (e *Endpoint) forgetAddrs(addrs []uint64) {
 		}
 		delete(e.routes, a)
 		e.unpublishFast(a)
+		if rt.shm != nil && !slices.Contains(e.retire, rt.shm) {
+			e.retire = append(e.retire, rt.shm)
+		}
 		if len(rt.rails) > 1 {
 			if e.railSeqs == nil {
 				e.railSeqs = map[*ofi.Peer]uint16{}
@@ -332,6 +342,58 @@ func (e *Endpoint) forgetAddrs(addrs []uint64) {
 			e.railSeqs[rt.rails[0].net] = rt.seq
 		}
 	}
+}
+
+// releasePeers disconnects the shm peers of removed fi_addrs that nothing
+// uses any more (e.mu held): no route (an fi_addr of the same peer, or the
+// address inserted again, found it through Connect), no send awaiting an
+// acknowledgement from it, no queued acknowledgement to it. That unmaps
+// the peer's region and closes its pidfd: a server whose clients come and
+// go otherwise keeps both per client until it runs out of descriptors.
+// C's fast sends to the peer stopped with unpublishFast, and Disconnect
+// takes the peer's TxSlot lock and marks it not ready, so no C writer is
+// inside the mapping when it goes.
+func (e *Endpoint) releasePeers() {
+	if e.shm == nil {
+		e.retire = nil
+		return
+	}
+	keep := e.retire[:0]
+	for _, p := range e.retire {
+		if e.shmPeerInUse(p) {
+			continue // a route has it again: no longer ours to release
+		}
+		if p.Busy() || e.shmPeerPending(p) {
+			keep = append(keep, p)
+			continue
+		}
+		_ = e.shm.Disconnect(p)
+	}
+	clear(e.retire[len(keep):])
+	e.retire = keep
+}
+
+func (e *Endpoint) shmPeerInUse(p *shm.Peer) bool {
+	for _, rt := range e.routes {
+		if rt.shm == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Endpoint) shmPeerPending(p *shm.Peer) bool {
+	for _, a := range e.acks {
+		if a.p == p {
+			return true
+		}
+	}
+	for _, s := range e.sends {
+		if s.ipc == p {
+			return true
+		}
+	}
+	return false
 }
 
 // Recv posts a receive (or, with FI_PEEK/FI_CLAIM, inspects unexpected
@@ -642,7 +704,7 @@ func (e *Endpoint) needsPoll() bool {
 // needsLocalPoll is needsPoll but for a busy network core, which C can
 // read for Go while a receive is armed (arm.go).
 func (e *Endpoint) needsLocalPoll() bool {
-	return len(e.acks) > 0 || e.ipcSends > 0 || len(e.sends) > 0 || len(e.pulls) > 0 ||
+	return len(e.acks) > 0 || e.ipcSends > 0 || len(e.sends) > 0 || len(e.pulls) > 0 || len(e.retire) > 0 ||
 		e.shm != nil && !e.shm.Quiet()
 }
 
@@ -681,6 +743,9 @@ func (e *Endpoint) progressLocked() {
 		}
 		if e.ipcSends > 0 {
 			e.checkIPCPeers()
+		}
+		if len(e.retire) > 0 {
+			e.releasePeers()
 		}
 	}
 	if len(e.nets) == 0 {

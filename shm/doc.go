@@ -10,9 +10,16 @@
 // # Regions and channels
 //
 // Every Endpoint creates one region, /dev/shm/lnx-<pid>-<16 hex> (mode
-// 0600, unlinked by Close; Open removes regions of dead processes). It holds
-// a header page (magic, version, owner pid, random 64-bit endpoint id,
-// geometry, a claim generation counter, open/closed state) followed by
+// 0600, unlinked by Close). Its pages are allocated with fallocate when it
+// is created, so that a full /dev/shm is an ENOSPC from Open rather than a
+// SIGBUS later, except for the bulk windows of the fallback copy, which a
+// Pull allocates before first using one (ENOSPC from that Pull). The
+// owner holds an OFD write lock on the file while the endpoint lives; Open
+// removes regions of its user whose lock it can take. Liveness by lock,
+// not by the pid in the name, holds across PID namespaces that share
+// /dev/shm. The region holds a header page (magic, version, owner pid,
+// random 64-bit endpoint id, geometry, a claim generation counter, the
+// owner's PID namespace, open/closed state) followed by
 // Config.Rings inbound channels. A channel is used by exactly one sending
 // endpoint and consists of:
 //
@@ -41,6 +48,10 @@
 // never needs a ring in the sender's region (or to map it at all) to
 // complete a rendezvous, and acks are not held up by flow control on the
 // data direction.
+//
+// Connect refuses (ErrForeignNS) a peer whose region says it lives in
+// another PID namespace: its pid, which CMA and pidfd liveness rely on,
+// names another process (or none) in ours.
 //
 // # Forward ring records
 //

@@ -199,6 +199,7 @@ type inRing struct {
 	bulk    unsafe.Pointer
 	half    uint64
 	bulkGen uint32
+	bulkOK  bool // the bulk window's pages are allocated (allocBulk)
 }
 
 // sendSlot tracks one outstanding rendezvous send.
@@ -318,6 +319,7 @@ type Endpoint struct {
 	mem    []byte
 	base   unsafe.Pointer
 	mapped bool
+	lockFd int // our region file, holding the OFD lock that says we live
 	addr   []byte
 	in     []inRing
 	peers  map[uint64]*Peer
@@ -335,6 +337,13 @@ type Endpoint struct {
 	txa txArena
 }
 
+// RegionHook, if set, is told the path of every region this process
+// creates (live true, before Open returns) and removes (live false, before
+// Close unlinks it). lnx's C layer uses it to unlink the regions of
+// endpoints never closed when the process exits. Set it before the first
+// Open; it must not call into this package.
+var RegionHook func(path string, live bool)
+
 // Open creates an endpoint and its shared-memory region. It first removes
 // stale regions left by dead processes (best effort).
 func Open(cfg Config) (*Endpoint, error) {
@@ -347,11 +356,12 @@ func Open(cfg Config) (*Endpoint, error) {
 	var mem []byte
 	var name string
 	var id uint64
+	lockFd := -1
 	for try := 0; try < 8; try++ {
 		for id = randUint64(); id == 0; id = randUint64() {
 		}
 		name = regionName(pid, id)
-		mem, err = createRegion(name, geo.total)
+		mem, lockFd, err = createRegion(name, geo)
 		if err == nil || !errors.Is(err, unix.EEXIST) {
 			break
 		}
@@ -361,6 +371,10 @@ func Open(cfg Config) (*Endpoint, error) {
 	}
 	e := newEndpoint(cfg, geo, mem, id, pid, name)
 	e.mapped = true
+	e.lockFd = lockFd
+	if h := RegionHook; h != nil {
+		h(shmDir+"/"+name, true)
+	}
 	return e, nil
 }
 
@@ -370,6 +384,7 @@ func newEndpoint(cfg Config, geo geometry, mem []byte, id uint64, pid int, name 
 	base := unsafe.Pointer(&mem[0])
 	h := (*regionHdr)(base)
 	h.version = regionVersion
+	h.features = hdrLocked
 	h.pid = uint64(pid)
 	h.id = id
 	h.nrings = uint32(geo.nrings)
@@ -378,22 +393,24 @@ func newEndpoint(cfg Config, geo geometry, mem []byte, id uint64, pid int, name 
 	h.bulkBytes = uint32(geo.bulkBytes)
 	h.eagerMax = uint32(geo.eagerMax)
 	h.total = geo.total
+	h.pidNS = selfPidNS()
 	atomic.StoreUint64(&h.state, epOpen)
 	atomic.StoreUint64(&h.magic, regionMagic)
 
 	e := &Endpoint{
-		hdr:   h,
-		cfg:   cfg,
-		geo:   geo,
-		id:    id,
-		pid:   pid,
-		name:  name,
-		mem:   mem,
-		base:  base,
-		addr:  encodeAddr(id, pid),
-		in:    make([]inRing, geo.nrings),
-		peers: make(map[uint64]*Peer),
-		t0:    time.Now(),
+		hdr:    h,
+		cfg:    cfg,
+		geo:    geo,
+		id:     id,
+		pid:    pid,
+		name:   name,
+		mem:    mem,
+		base:   base,
+		addr:   encodeAddr(id, pid),
+		in:     make([]inRing, geo.nrings),
+		peers:  make(map[uint64]*Peer),
+		t0:     time.Now(),
+		lockFd: -1,
 	}
 	for i := range e.in {
 		r := &e.in[i]
@@ -466,6 +483,18 @@ func (e *Endpoint) Connect(addr []byte) (*Peer, error) {
 	if atomic.LoadUint64(&h.state) != epOpen {
 		_ = unmapGuarded(mem)
 		return nil, fmt.Errorf("%w: endpoint %s closed", ErrPeerGone, a.name)
+	}
+	// The address's pid, used for liveness (pidfd) and process_vm_readv,
+	// is the peer's own view of itself: it names the peer only if both
+	// of us live in the same PID namespace. Two containers of one pod
+	// share /dev/shm but not PID namespaces, and there that pid names
+	// another process of ours, or none: CMA would read the wrong memory
+	// (silently, when it is mapped at the same addresses) and liveness
+	// would be wrong. Refuse such a peer; lnx then uses a network core.
+	if ns := h.pidNS; !samePidNS(ns, e.hdr.pidNS) {
+		_ = unmapGuarded(mem)
+		return nil, fmt.Errorf("%w: %s lives in another PID namespace (%s, ours %s)",
+			ErrForeignNS, a.name, nsString(ns), nsString(e.hdr.pidNS))
 	}
 	pr := openProc(a.pid)
 	if pr.dead {
@@ -596,9 +625,16 @@ func (e *Endpoint) Close() error {
 		if uerr := unmapGuarded(e.mem); uerr != nil {
 			err = fmt.Errorf("shm: unmap: %w", uerr)
 		}
+		if h := RegionHook; h != nil {
+			h(shmDir+"/"+e.name, false)
+		}
 		if rerr := os.Remove(shmDir + "/" + e.name); rerr != nil && err == nil {
 			err = fmt.Errorf("shm: unlink: %w", rerr)
 		}
+	}
+	if e.lockFd >= 0 {
+		_ = unix.Close(e.lockFd) // drops the lock, after the unlink
+		e.lockFd = -1
 	}
 	e.mem = nil
 	e.base = nil
@@ -638,6 +674,10 @@ func (e *Endpoint) SourceAddr(src uint64) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("%w: no ring claimed by %016x", ErrPeerGone, src)
 }
+
+// Busy reports whether p has rendezvous sends outstanding or a fallback
+// copy in progress: Disconnect would fail them.
+func (p *Peer) Busy() bool { return !p.dead && (p.outstanding > 0 || p.st.active) }
 
 // PID returns the peer's process id.
 func (p *Peer) PID() int { return p.pid }

@@ -25,6 +25,12 @@ var (
 	// does not name a live, matching region.
 	ErrBadAddr = errors.New("shm: invalid address")
 
+	// ErrForeignNS means Connect found the peer's region in our /dev/shm
+	// but the peer in another PID namespace, where its pid (which process
+	// liveness and process_vm_readv rely on) does not name it. It wraps
+	// ErrBadAddr.
+	ErrForeignNS = fmt.Errorf("%w: peer in another PID namespace", ErrBadAddr)
+
 	// ErrCorrupt means a peer wrote a malformed record or control word into
 	// shared memory. The peer's inbound ring is dropped.
 	ErrCorrupt = errors.New("shm: corrupt data from peer")

@@ -38,6 +38,14 @@ const (
 	maxAddrArea   = 120
 )
 
+// Region header feature bits.
+const (
+	// hdrLocked: the owner holds an OFD write lock on the region file for
+	// the endpoint's lifetime (createRegion), so a free lock means a dead
+	// owner. Regions without it are judged by their pid (cleanupStale).
+	hdrLocked = 1 << 0
+)
+
 // Region header states.
 const (
 	epOpen   = 1
@@ -92,7 +100,7 @@ const (
 type regionHdr struct {
 	magic      uint64 // 0
 	version    uint32 // 8
-	_          uint32
+	features   uint32 // 12: hdrLocked ...; 0 in regions of older lnx-go
 	pid        uint64 // 16
 	id         uint64 // 24
 	nrings     uint32 // 32
@@ -103,7 +111,8 @@ type regionHdr struct {
 	_          uint32
 	total      uint64    // 56
 	claimGen   uint64    // 64: bumped on every claim / close / release
-	_          [7]uint64 //
+	pidNS      uint64    // 72: owner's PID namespace (pidNSID), 0 = unknown
+	_          [6]uint64 //
 	state      uint64    // 128: epOpen / epClosed
 	_          [7]uint64
 }

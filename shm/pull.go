@@ -200,6 +200,9 @@ func (e *Endpoint) cmaPull(r *Rendezvous, dst [][]byte, want uint64) (uint64, er
 func (e *Endpoint) bulkPull(r *Rendezvous, dst [][]byte, want uint64) (uint64, error) {
 	ring := r.ring
 	ctl := ring.ctl
+	if err := e.allocBulk(ring); err != nil {
+		return 0, err
+	}
 	ring.bulkGen++
 	if ring.bulkGen == 0 {
 		ring.bulkGen = 1
@@ -262,4 +265,20 @@ func (e *Endpoint) bulkPull(r *Rendezvous, dst [][]byte, want uint64) (uint64, e
 		}
 	}
 	return got, nil
+}
+
+// allocBulk allocates the pages of ring's bulk window in our region file
+// before the sender is asked to write there (createRegion leaves them
+// sparse): a /dev/shm without room fails the Pull with ENOSPC instead of
+// killing the sender with SIGBUS. Once allocated they stay.
+func (e *Endpoint) allocBulk(ring *inRing) error {
+	if ring.bulkOK || e.lockFd < 0 {
+		return nil
+	}
+	off := e.geo.dataOff + uint64(ring.idx)*e.geo.dataStride + e.geo.bulkOff
+	if err := fallocate(e.lockFd, int64(off), int64(e.geo.bulkBytes)); err != nil {
+		return fmt.Errorf("shm: allocating the fallback copy window: %w", err)
+	}
+	ring.bulkOK = true
+	return nil
 }

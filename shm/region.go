@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -15,7 +14,7 @@ import (
 
 // shmDir is where POSIX shared memory objects live on Linux (shm_open(3)
 // creates its objects there, so a region is also reachable as /name).
-const shmDir = "/dev/shm"
+var shmDir = "/dev/shm" // a variable for tests only
 
 const namePrefix = "lnx-"
 
@@ -110,28 +109,105 @@ func randUint64() uint64 {
 	return binary.LittleEndian.Uint64(b[:])
 }
 
-// createRegion creates, sizes and maps a new region file.
-func createRegion(name string, size uint64) ([]byte, error) {
+// createRegion creates, locks, sizes and maps a new region file. The
+// returned fd stays open for the endpoint's lifetime: it holds an OFD write
+// lock on the file, which is how other processes (in any PID namespace
+// sharing this /dev/shm) tell a live region from a stale one.
+func createRegion(name string, geo geometry) ([]byte, int, error) {
+	size := geo.total
 	path := shmDir + "/" + name
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("shm: create %s: %w", path, err)
+		return nil, -1, fmt.Errorf("shm: create %s: %w", path, err)
 	}
-	defer unix.Close(fd)
+	fail := func(what string, err error) ([]byte, int, error) {
+		_ = os.Remove(path)
+		_ = unix.Close(fd)
+		return nil, -1, fmt.Errorf("shm: %s %s: %w", what, path, err)
+	}
 	if err := unix.Fchmod(fd, 0o600); err != nil {
-		_ = os.Remove(path)
-		return nil, fmt.Errorf("shm: chmod %s: %w", path, err)
+		return fail("chmod", err)
 	}
+	if ok, err := lockRegion(fd); err != nil || !ok {
+		// A cleaner holds the lock of our brand-new file (and unlinks
+		// it only if it takes it for a dead process's): the file is
+		// ours, remove it and start again under another name.
+		if err == nil {
+			err = unix.EEXIST
+		}
+		return fail("lock", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fail("stat", err)
+	}
+	if st.Nlink == 0 {
+		// A cleaner took the lock between our create and our lock, and
+		// unlinked the file before releasing it.
+		_ = unix.Close(fd)
+		return nil, -1, fmt.Errorf("shm: %s was removed while created: %w", path, unix.EEXIST)
+	}
+	// Allocate the pages now: a region sized by ftruncate alone is
+	// sparse, and when /dev/shm (a tmpfs, often 64 MiB in a container)
+	// cannot back a page touched later, the access raises SIGBUS, in our
+	// process or in a peer writing into our rings. fallocate makes a full
+	// /dev/shm an error here (ENOSPC) instead. Everything a peer may write
+	// at any time (header, control blocks, ack and forward rings) is
+	// allocated; the bulk windows, three quarters of a default region and
+	// used only by the fallback copy, are allocated when a Pull first
+	// needs one (allocBulk), which then fails cleanly instead.
 	if err := unix.Ftruncate(fd, int64(size)); err != nil {
-		_ = os.Remove(path)
-		return nil, fmt.Errorf("shm: size %s: %w", path, err)
+		return fail("size", err)
+	}
+	if err := fallocate(fd, 0, int64(geo.dataOff)); err != nil {
+		return fail(fmt.Sprintf("allocate %d bytes for", geo.dataOff), err)
+	}
+	for i := uint64(0); i < geo.nrings; i++ {
+		if err := fallocate(fd, int64(geo.dataOff+i*geo.dataStride), int64(geo.bulkOff)); err != nil {
+			return fail(fmt.Sprintf("allocate ring %d of", i), err)
+		}
 	}
 	mem, err := mapGuarded(fd, int(size))
 	if err != nil {
-		_ = os.Remove(path)
-		return nil, fmt.Errorf("shm: map %s: %w", path, err)
+		return fail("map", err)
 	}
-	return mem, nil
+	return mem, fd, nil
+}
+
+// lockRegion takes a non-blocking OFD write lock on the whole file. It
+// reports false (and no error) when another open file description holds a
+// lock on it. OFD locks belong to the open file, not to a pid, so they work
+// across PID namespaces and are released by the kernel when the owner
+// exits, however it exits.
+func lockRegion(fd int) (bool, error) {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
+	for {
+		err := unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk)
+		switch err {
+		case nil:
+			return true, nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN, unix.EACCES:
+			return false, nil
+		}
+		return false, err
+	}
+}
+
+// fallocate allocates len bytes at off of fd's file (already sized),
+// retrying on EINTR (tmpfs can be interrupted while allocating). A file
+// system without fallocate (not a tmpfs) keeps the old sparse sizing.
+func fallocate(fd int, off, len int64) error {
+	for {
+		err := unix.Fallocate(fd, 0, off, len)
+		if err == unix.EOPNOTSUPP {
+			return nil
+		}
+		if err != unix.EINTR {
+			return err
+		}
+	}
 }
 
 // openRegion maps an existing region read-write after basic file checks.
@@ -188,30 +264,53 @@ func pidDead(pid int) bool {
 	return pid > 0 && unix.Kill(pid, 0) == unix.ESRCH
 }
 
-// cleanupStale removes regions left behind by dead processes of our user.
-// Best effort: errors are ignored.
+// cleanupStale removes regions of our user whose owner is gone. Best
+// effort: errors are ignored.
+//
+// Liveness is proven by the owner's OFD lock (createRegion), never by the
+// pid in the name: that pid means nothing in another PID namespace sharing
+// this /dev/shm (two containers of one pod), where it may name no process
+// (a live region would be deleted) or an unrelated one (a stale region
+// would stay forever). A region whose lock we can take, and whose header
+// says its owner held one (hdrLocked), has no owner; we unlink it while
+// holding the lock, and a creator racing with us sees its file unlinked
+// once it gets the lock (createRegion) and starts again. A region without
+// that bit (an older lnx-go, which takes no lock, or a creator that died
+// before writing its header) falls back to the pid test.
 func cleanupStale() {
 	ents, err := os.ReadDir(shmDir)
 	if err != nil {
 		return
 	}
-	self := os.Getpid()
 	euid := uint32(os.Geteuid())
 	for _, de := range ents {
 		name := de.Name()
 		pid, ok := parseName(name)
-		if !ok || pid == self || !pidDead(pid) {
+		if !ok {
 			continue
 		}
-		fi, err := os.Lstat(shmDir + "/" + name)
-		if err != nil || !fi.Mode().IsRegular() {
+		path := shmDir + "/" + name
+		fd, err := unix.Open(path, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+		if err != nil {
 			continue
 		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != euid {
-			continue
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Uid == euid {
+			if ok, err := lockRegion(fd); ok && err == nil && (lockedRegion(fd) || pidDead(pid)) {
+				_ = unix.Unlink(path)
+			}
 		}
-		_ = os.Remove(shmDir + "/" + name)
+		_ = unix.Close(fd)
 	}
+}
+
+// lockedRegion reports whether the region file's header says its owner
+// holds the OFD lock while alive.
+func lockedRegion(fd int) bool {
+	var b [16]byte
+	n, err := unix.Pread(fd, b[:], 0)
+	return err == nil && n == len(b) && binary.LittleEndian.Uint64(b[0:]) == regionMagic &&
+		binary.LittleEndian.Uint32(b[12:])&hdrLocked != 0
 }
 
 // regionName is the /dev/shm name of the region of endpoint id in pid.

@@ -2,6 +2,7 @@ package shm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 	"unsafe"
 )
 
@@ -850,12 +853,53 @@ func TestStaleCleanup(t *testing.T) {
 	keep := shmDir + "/lnx-notapid-x"
 	os.WriteFile(keep, nil, 0o600)
 	defer os.Remove(keep)
+	// Liveness is the owner's lock, not the pid in the name (which means
+	// nothing in another PID namespace sharing /dev/shm): a locked region
+	// named after a pid that does not exist here belongs to a live process
+	// elsewhere and stays; an unlocked one named after a pid that exists
+	// here (pid 1) is stale and goes.
+	live := fmt.Sprintf("%s/lnx-%d-%016x", shmDir, dead, randUint64())
+	lfd, err := unix.Open(live, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(live)
+	defer unix.Close(lfd)
+	if ok, err := lockRegion(lfd); !ok || err != nil {
+		t.Fatalf("lock: %v %v", ok, err)
+	}
+	var hdr [hdrBytes]byte
+	binary.LittleEndian.PutUint64(hdr[0:], regionMagic)
+	binary.LittleEndian.PutUint32(hdr[8:], regionVersion)
+	binary.LittleEndian.PutUint32(hdr[12:], hdrLocked)
+	stale := fmt.Sprintf("%s/lnx-1-%016x", shmDir, randUint64())
+	if err := os.WriteFile(stale, hdr[:], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(stale)
+	// A region of an older lnx-go (no lock, no hdrLocked) whose pid is
+	// alive here may be live: it stays.
+	old := fmt.Sprintf("%s/lnx-1-%016x", shmDir, randUint64())
+	binary.LittleEndian.PutUint32(hdr[12:], 0)
+	if err := os.WriteFile(old, hdr[:], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(old)
 	mustOpen(t, Config{})
+	if _, err := os.Stat(old); err != nil {
+		t.Fatalf("lock-less region of an older version, pid alive, was removed: %v", err)
+	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("stale region of dead pid %d not removed", dead)
 	}
 	if _, err := os.Stat(keep); err != nil {
 		t.Fatalf("unrelated file removed: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Fatalf("locked (live) region named after a pid absent here was removed: %v", err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("unlocked region named after pid 1 (alive here) not removed")
 	}
 }
 

@@ -207,6 +207,10 @@ lnx_handle lnx_handle_of(struct fid *fid, int *kind);
 int lnx_log_enabled(int level, int subsys);
 void lnx_log(int level, int subsys, const char *msg);
 const char *lnx_getenv(const char *name);
+/* Records a shm region file this process created (live 1) or removed
+ * (live 0), so that it is unlinked when the process exits without closing
+ * its endpoints (provider.c). */
+void lnx_region_note(const char *path, int live);
 
 /* fi_info helpers. */
 struct fi_info *lnx_info_next(struct fi_info *info);

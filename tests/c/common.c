@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 char g_role[32] = "test";
+void (*g_child_setup)(int rank);
 
 /* Keep tcp on loopback even when a test binary is run by hand; this runs
  * before main(), so before libfabric reads its environment. */
@@ -692,6 +693,8 @@ child_main(const char *name, int rank, int n, int socks[MAX_RANKS][MAX_RANKS][2]
 	}
 	p.sock[rank] = -1;
 	g_peer = &p;
+	if (g_child_setup)
+		g_child_setup(rank);
 
 	if (opts && opts->distinct_nodes) {
 		snprintf(id, sizeof(id), "lnx-test-node-%d-%d", (int)getppid(), rank);

@@ -268,6 +268,13 @@ void barrier(struct peer *p);
 /* A barrier that does not read the CQ meanwhile. */
 void barrier_quiet(struct peer *p);
 
+/* If set, every harness child calls it with its rank before libfabric is
+ * touched (namespace set-up, resource limits). It may fork: the caller of
+ * run_group supervises whichever process returns from it only through the
+ * process it forked, so a forking hook must make its parent wait for the
+ * child and exit with its status. */
+extern void (*g_child_setup)(int rank);
+
 /* Convenience for 2-rank tests. */
 static inline int other(const struct peer *p) { return 1 - p->rank; }
 static inline fi_addr_t peer_addr(const struct peer *p) { return p->addr[other(p)]; }

@@ -1,0 +1,206 @@
+/*
+ * fault_peer_churn: a server whose same-node clients come and go. Each of
+ * LNX_CHURN_CLIENTS (default 100) clients, one after the other, starts,
+ * sends the server 1 MiB, receives 1 MiB back, closes and exits; the
+ * server fi_av_remove's it. The server runs with RLIMIT_NOFILE 40: every
+ * client must still get through, with intact data, and the server's open
+ * descriptors and shm mappings must stay where they were after the first
+ * clients (lnx used to keep a pidfd and a 21 MB region mapping per client
+ * ever seen, and refused new clients with -FI_EHOSTUNREACH after 33).
+ *
+ * Usage: fault_peer_churn [shm|link]
+ */
+#include <errno.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "common.h"
+
+#define BIG (1u << 20)
+#define FD_LIMIT 40
+#define WARMUP 10
+
+static void xwrite(int fd, const void *b, size_t n)
+{
+	if (write(fd, b, n) != (ssize_t)n)
+		FAIL("write: %s", strerror(errno));
+}
+
+static void xread(int fd, void *b, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = read(fd, (char *)b + got, n - got);
+		if (r <= 0)
+			FAIL("read: %s", r ? strerror(errno) : "EOF");
+		got += (size_t)r;
+	}
+}
+
+/* Lines of /proc/self/maps that map an lnx shm region. */
+static int shm_mappings(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+	if (!f)
+		FAIL("open /proc/self/maps");
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "/dev/shm/lnx-"))
+			n++;
+	fclose(f);
+	return n;
+}
+
+static void server(int sock, const struct lnx_opts *o, int clients)
+{
+	struct rlimit rl = { FD_LIMIT, FD_LIMIT };
+	struct lnx l;
+	uint8_t *buf = xmalloc(BIG);
+	int base_fds = 0, base_maps = 0;
+
+	snprintf(g_role, sizeof(g_role), "server");
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		FAIL("setrlimit: %s", strerror(errno));
+	lnx_open(&l, o);
+	uint32_t len = (uint32_t)l.namelen;
+	xwrite(sock, &len, sizeof(len));
+	xwrite(sock, l.name, len);
+	for (int c = 0; c < clients; c++) {
+		uint8_t name[ADDR_MAX];
+		fi_addr_t addr = FI_ADDR_NOTAVAIL;
+		struct fi_context2 ctx;
+		struct fi_cq_tagged_entry e;
+		fi_addr_t src;
+		char d;
+		xread(sock, name, len);
+		CHECK_RC(fi_av_insert(l.av, name, 1, &addr, 0, NULL), 1);
+		memset(buf, 0, BIG);
+		CHECK(fi_trecv(l.ep, buf, BIG, NULL, addr, c, 0, &ctx));
+		/* The client sends only now: a message progressed before its
+		 * sender is in the AV has no source a directed receive can
+		 * match. */
+		xwrite(sock, "g", 1);
+		wait_ok(l.cq, &e, &src, "1 MiB from a client");
+		EXPECT(e.op_context == &ctx && e.len == BIG && e.tag == (uint64_t)c && src == addr,
+		       "client %d: len %zu tag %llu src %llu", c, e.len, (unsigned long long)e.tag,
+		       (unsigned long long)src);
+		EXPECT_PATTERN(buf, BIG, 1000 + c);
+		fill_pattern(buf, BIG, 2000 + c);
+		POST(l.cq, fi_tsend(l.ep, buf, BIG, NULL, addr, c, &ctx));
+		wait_ok(l.cq, &e, NULL, "1 MiB to a client");
+		xread(sock, &d, 1); /* the client has closed */
+		CHECK(fi_av_remove(l.av, &addr, 1, 0));
+		cq_progress(l.cq);
+		if (c == WARMUP - 1) {
+			base_fds = count_fds();
+			base_maps = shm_mappings();
+			note("after %d clients: %d fds, %d shm mappings", WARMUP, base_fds, base_maps);
+		}
+	}
+	int fds = count_fds(), maps = shm_mappings();
+	note("after %d clients: %d fds, %d shm mappings", clients, fds, maps);
+	/* One client's inbound ring may still be draining: a little slack,
+	 * against one descriptor and one mapping per client before. */
+	EXPECT(fds <= base_fds + 2, "open fds grew from %d to %d over %d clients", base_fds, fds,
+	       clients - WARMUP);
+	EXPECT(maps <= base_maps + 1, "shm mappings grew from %d to %d over %d clients", base_maps,
+	       maps, clients - WARMUP);
+	lnx_close(&l);
+	free(buf);
+}
+
+static void client(int sock, const struct lnx_opts *o, int c, const uint8_t *sname, uint32_t slen)
+{
+	struct lnx l;
+	uint8_t *sbuf = xmalloc(BIG), *rbuf = xmalloc(BIG);
+	fi_addr_t srv = FI_ADDR_NOTAVAIL;
+	struct fi_context2 sctx, rctx;
+	int got_s = 0, got_r = 0;
+
+	snprintf(g_role, sizeof(g_role), "client %d", c);
+	lnx_open(&l, o);
+	EXPECT(l.namelen == slen, "name length %zu, server's %u", l.namelen, slen);
+	CHECK_RC(fi_av_insert(l.av, sname, 1, &srv, 0, NULL), 1);
+	fill_pattern(sbuf, BIG, 1000 + c);
+	memset(rbuf, 0, BIG);
+	CHECK(fi_trecv(l.ep, rbuf, BIG, NULL, srv, c, 0, &rctx));
+	xwrite(sock, l.name, l.namelen);
+	char g;
+	xread(sock, &g, 1); /* the server has inserted us */
+	POST(l.cq, fi_tsend(l.ep, sbuf, BIG, NULL, srv, c, &sctx));
+	while (!got_s || !got_r) {
+		struct fi_cq_tagged_entry e;
+		wait_ok(l.cq, &e, NULL, "exchange with the server");
+		if (e.op_context == &sctx)
+			got_s = 1;
+		else if (e.op_context == &rctx) {
+			EXPECT(e.len == BIG && e.tag == (uint64_t)c, "reply len %zu tag %llu", e.len,
+			       (unsigned long long)e.tag);
+			got_r = 1;
+		}
+	}
+	EXPECT_PATTERN(rbuf, BIG, 2000 + c);
+	lnx_close(&l);
+	xwrite(sock, "d", 1);
+	free(sbuf);
+	free(rbuf);
+}
+
+int main(int argc, char **argv)
+{
+	struct lnx_opts o;
+	int sv[2], clients = 100, st;
+	const char *n = getenv("LNX_CHURN_CLIENTS");
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	msg_test_opts(argc, argv, &o);
+	if (n && atoi(n) > WARMUP)
+		clients = atoi(n);
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		FAIL("socketpair: %s", strerror(errno));
+	fflush(stdout);
+	pid_t s = fork();
+	if (s < 0)
+		FAIL("fork: %s", strerror(errno));
+	if (s == 0) {
+		close(sv[1]);
+		server(sv[0], &o, clients);
+		fflush(stdout);
+		_exit(0);
+	}
+	close(sv[0]);
+	uint32_t slen;
+	uint8_t sname[ADDR_MAX];
+	xread(sv[1], &slen, sizeof(slen));
+	if (slen > ADDR_MAX)
+		FAIL("server name of %u bytes", slen);
+	xread(sv[1], sname, slen);
+	int failed = 0;
+	for (int c = 0; c < clients && !failed; c++) {
+		fflush(stdout);
+		pid_t k = fork();
+		if (k < 0)
+			FAIL("fork: %s", strerror(errno));
+		if (k == 0) {
+			client(sv[1], &o, c, sname, slen);
+			fflush(stdout);
+			_exit(0);
+		}
+		waitpid(k, &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+			printf("client %d failed\n", c);
+			failed = 1;
+		}
+	}
+	if (failed)
+		kill(s, SIGKILL);
+	waitpid(s, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		printf("server failed\n");
+		failed = 1;
+	}
+	printf("%s: %s (%d clients, links %s)\n", argv[0], failed ? "FAILED" : "ok", clients, o.links);
+	return failed;
+}
