@@ -248,6 +248,16 @@ func (t *Transport) eagain(p *Peer) bool {
 	}
 	p.lastEagain = now
 	if pt := int64(t.cfg.PeerTimeout); now-p.eagainSince >= pt && now-p.lastHeard >= pt {
+		switch t.listening(p) {
+		case peerListening:
+			// Its process is there, merely not answering (stopped,
+			// swapped out, busy): slow, not gone. Wait another
+			// PeerTimeout before asking again.
+			p.eagainSince = now
+			return false
+		case peerCheckPending:
+			return false
+		}
 		t.peerGone(p, fmt.Errorf("the core refused every send for %v", t.cfg.PeerTimeout))
 		return true
 	}
