@@ -51,6 +51,9 @@ func (t *Transport) SendMR(p *Peer, h Hdr, iov [][]byte, mrs []*MR, sendID uint6
 	pieces := 0
 	for _, b := range iov {
 		if len(b) != 0 {
+			if !mapped(b) {
+				return false, fmt.Errorf("%w: %d bytes at %p", ErrBadBuffer, len(b), unsafe.SliceData(b))
+			}
 			size += uint64(len(b))
 			pieces++
 		}
