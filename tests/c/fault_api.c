@@ -8,6 +8,10 @@
  *               fi_cq_read(cq, NULL, 0) still lets a 1 MiB send to it
  *               complete (libfabric's own shm and tcp;ofi_rxm progress on a
  *               zero-count read), then reads its receive normally
+ *  zero_count_send  the same with the roles swapped: a sender that drives
+ *               progress only with zero-count reads sees its 1 MiB send
+ *               received (the receiver says so out of band), then reads
+ *               the send's completion
  *  huge_count   fi_cq_read with a count of 2^63 and of SIZE_MAX returns the
  *               one completion waiting
  *  av_dup       fi_av_remove with the same fi_addr twice in one call
@@ -80,6 +84,55 @@ static void zero_count_b(struct peer *p, void *arg)
 	wait_ok(p->l.cq, &e, NULL, "the 1 MiB receive");
 	EXPECT(e.op_context == &ctx && e.len == BIG, "receive completion: len %zu", e.len);
 	EXPECT_PATTERN(buf, BIG, 71);
+	free(buf);
+}
+
+/* Only zero-count reads until the other rank sends one byte out of band. */
+static void zero_reads_until_oob(struct peer *p, const char *what)
+{
+	uint64_t deadline = now_ms() + 2 * WAIT_MS;
+	long reads = 0;
+	for (;;) {
+		ssize_t r = fi_cq_read(p->l.cq, NULL, 0);
+		reads++;
+		EXPECT(r == 0 || r == -FI_EAGAIN, "fi_cq_read(cq, NULL, 0) -> %zd (%s)", r,
+		       r < 0 ? fi_strerror((int)-r) : "ok");
+		char c;
+		ssize_t n = recv(p->sock[other(p)], &c, 1, MSG_DONTWAIT);
+		if (n == 1)
+			break;
+		EXPECT(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK), "the other rank went away (it failed)");
+		EXPECT(now_ms() < deadline, "%s never completed over %ld zero-count reads", what, reads);
+	}
+}
+
+static void zero_count_send_a(struct peer *p, void *arg)
+{
+	uint8_t *buf = xmalloc(BIG);
+	struct fi_context2 ctx;
+	struct fi_cq_tagged_entry e;
+	fill_pattern(buf, BIG, 72);
+	barrier(p); /* B has posted its receive */
+	POST(p->l.cq, fi_tsend(p->l.ep, buf, BIG, NULL, peer_addr(p), 0x72, &ctx));
+	zero_reads_until_oob(p, "the 1 MiB receive at the peer");
+	wait_ok(p->l.cq, &e, NULL, "1 MiB send driven by zero-count reads");
+	EXPECT(e.op_context == &ctx, "completion for another operation");
+	free(buf);
+}
+
+static void zero_count_send_b(struct peer *p, void *arg)
+{
+	uint8_t *buf = xmalloc(BIG);
+	struct fi_context2 ctx;
+	struct fi_cq_tagged_entry e;
+	memset(buf, 0, BIG);
+	CHECK(fi_trecv(p->l.ep, buf, BIG, NULL, peer_addr(p), 0x72, 0, &ctx));
+	barrier(p);
+	wait_ok(p->l.cq, &e, NULL, "1 MiB receive from a sender that reads zero entries");
+	EXPECT(e.op_context == &ctx && e.len == BIG, "receive completion: len %zu", e.len);
+	EXPECT_PATTERN(buf, BIG, 72);
+	char c = 'd';
+	oob_send(p, other(p), &c, 1);
 	free(buf);
 }
 
@@ -448,6 +501,7 @@ static void bad_buffer_b(struct peer *p, void *arg)
 
 static const struct subtest cases[] = {
 	CASE("zero_count", zero_count_a, zero_count_b),
+	CASE("zero_count_send", zero_count_send_a, zero_count_send_b),
 	CASE("huge_count", huge_count_a, huge_count_b),
 	CASE("av_dup", av_dup_a, idle_b),
 	CASE("av_stale", av_stale_a, av_stale_b),
