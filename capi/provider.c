@@ -102,7 +102,7 @@ static void lnx_define_params(void)
 	fi_param_define(&lnx_prov, "unexpected_max", FI_PARAM_SIZE_T,
 		"Bytes of unexpected messages buffered per endpoint before senders are held back.");
 	fi_param_define(&lnx_prov, "peer_timeout", FI_PARAM_STRING,
-		"How long a silent network peer is probed before its operations fail (Go duration, default 10s).");
+		"How long the network core may fail to reach a peer before lnx checks that its process is gone (Go duration, default 10s).");
 	fi_param_define(&lnx_prov, "net_credits", FI_PARAM_INT,
 		"Messages a sender may have in flight to one network receiver before it waits for "
 		"credits (1-255, default 64; 0 turns flow control off).");
