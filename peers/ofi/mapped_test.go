@@ -14,7 +14,7 @@ func TestMapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := m[:3*pg:3*pg]
+	b := m[: 3*pg : 3*pg]
 	addr := uintptr(unsafe.Pointer(&m[0]))
 	defer syscall.Syscall(syscall.SYS_MUNMAP, addr, uintptr(pg), 0)
 	if _, _, e := syscall.Syscall(syscall.SYS_MUNMAP, addr+uintptr(pg), uintptr(2*pg), 0); e != 0 {
