@@ -29,7 +29,7 @@ MANDIR  ?= $(PREFIX)/share/man
 PROVDIR  = $(LIBDIR)/libfabric
 INSTALL ?= install
 
-.PHONY: all deps lib man install uninstall test gotest ctest fuzz deb13 bench bench-deps plot pingpong clean clean-deb13
+.PHONY: all deps lib man install uninstall test gotest ctest soak fuzz deb13 bench bench-deps plot pingpong clean clean-deb13
 
 all: lib man
 
@@ -109,6 +109,16 @@ fuzz:
 	$(call fuzz,3,FuzzDecodeIPC,$(FUZZ_IPC),./lnx)
 	$(call fuzz,4,FuzzRecord,$(FUZZ_REC),./shm)
 	$(call fuzz,5,FuzzQueue,$(FUZZ_QUEUE),./peers)
+
+# The long soak (tests/c/soak.c): 8 processes on 2 simulated nodes with
+# peers stopped, killed and replaced, for LNX_SOAK_SECONDS (default 1800).
+# ctest runs the same program for 60 s (soak_short).
+soak: lib
+	cmake -S tests/c -B $(CTEST_DIR) -DLNX_LIB_DIR=$(CURDIR)/build/lib >/dev/null
+	cmake --build $(CTEST_DIR) --target soak
+	cd $(CTEST_DIR) && env FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo \
+		'FI_LNX_PROV_LINKS=shm+tcp;ofi_rxm:lo' FI_LNX_PEER_TIMEOUT=$${FI_LNX_PEER_TIMEOUT:-2s} \
+		./soak $${LNX_SOAK_SECONDS:-1800}
 
 # The Debian 13 suite: libfabric 2.1 and Open MPI 5.0.7 in a debootstrapped
 # root under build/deb13 (made once, then reused), against the library

@@ -288,6 +288,17 @@ func GetInfo(version uint32, hints *fi.Info) ([]fi.Info, error) {
 // provider and must leave prov_name unset.
 var linkedNames = func() bool { return ofi.RuntimeVersion() >= fi.V2_0 }
 
+// Operation flags an endpoint takes as its default tx and rx op_flags
+// (fi_endpoint(3)): completion and completion-level flags on the transmit
+// side, FI_COMPLETION on the receive side. Any other bit in hints (a flag
+// of another operation class, or garbage) is refused as libfabric's own
+// providers refuse op_flags they do not offer.
+const (
+	txOpFlags = fi.COMPLETION | fi.INJECT | fi.INJECT_COMPLETE | fi.TRANSMIT_COMPL |
+		fi.DELIVERY_COMPL | fi.MATCH_COMPLETE | fi.REMOTE_CQ_DATA | fi.MORE
+	rxOpFlags = fi.COMPLETION | fi.MORE
+)
+
 // applyHints narrows in to what hints ask for, or says why it cannot.
 func applyHints(in *fi.Info, h *fi.Info, version uint32) string {
 	_, grantable := capsFor(version)
@@ -301,6 +312,19 @@ func applyHints(in *fi.Info, h *fi.Info, version uint32) string {
 	}
 	if h.AddrFormat != fi.FORMAT_UNSPEC {
 		return fmt.Sprintf("addr_format %d not supported (lnx addresses are opaque)", h.AddrFormat)
+	}
+	if h.HasSrcAddr || h.SrcAddrLen != 0 {
+		// lnx makes its address from its cores' when an endpoint opens;
+		// it cannot take one chosen by the caller.
+		return fmt.Sprintf("src_addr (%d bytes) not supported: lnx chooses its own address", h.SrcAddrLen)
+	}
+	if h.HasDestAddr || h.DestAddrLen != 0 {
+		if !h.HasDestAddr || h.DestAddrLen != AddrLen || len(h.DestAddr) != AddrLen {
+			return fmt.Sprintf("dest_addr of %d bytes is not an lnx address (%d bytes)", h.DestAddrLen, AddrLen)
+		}
+		if _, err := DecodeAddr(h.DestAddr); err != nil {
+			return fmt.Sprintf("dest_addr: %v", err)
+		}
 	}
 	if h.HasEP {
 		if h.EP.MaxMsgSize > in.EP.MaxMsgSize {
@@ -330,6 +354,9 @@ func applyHints(in *fi.Info, h *fi.Info, version uint32) string {
 		case h.Tx.RmaIovLimit > 0:
 			return "RMA not supported"
 		}
+		if extra := h.Tx.OpFlags &^ txOpFlags; extra != 0 {
+			return fmt.Sprintf("tx op_flags %#x not supported", extra)
+		}
 		in.Tx.OpFlags = h.Tx.OpFlags
 		if h.Tx.MsgOrder != 0 {
 			in.Tx.MsgOrder = h.Tx.MsgOrder
@@ -346,6 +373,9 @@ func applyHints(in *fi.Info, h *fi.Info, version uint32) string {
 		case h.Rx.IovLimit > in.Rx.IovLimit:
 			return fmt.Sprintf("rx iov_limit %d > %d", h.Rx.IovLimit, in.Rx.IovLimit)
 		}
+		if extra := h.Rx.OpFlags &^ rxOpFlags; extra != 0 {
+			return fmt.Sprintf("rx op_flags %#x not supported", extra)
+		}
 		in.Rx.OpFlags = h.Rx.OpFlags
 		if h.Rx.MsgOrder != 0 {
 			in.Rx.MsgOrder = h.Rx.MsgOrder
@@ -357,6 +387,12 @@ func applyHints(in *fi.Info, h *fi.Info, version uint32) string {
 			return fmt.Sprintf("domain %q not offered", d.Name)
 		}
 		switch {
+		case d.Threading < fi.THREAD_UNSPEC || d.Threading > fi.THREAD_ENDPOINT:
+			return fmt.Sprintf("threading %d unknown", d.Threading)
+		case d.AVType < fi.AV_UNSPEC || d.AVType > fi.AV_TABLE:
+			return fmt.Sprintf("av_type %d unknown", d.AVType)
+		case d.ResourceMgmt < fi.RM_UNSPEC || d.ResourceMgmt > fi.RM_ENABLED:
+			return fmt.Sprintf("resource_mgmt %d unknown", d.ResourceMgmt)
 		case d.DataProg == fi.PROGRESS_AUTO:
 			return "FI_PROGRESS_AUTO data progress not supported"
 		case d.DataProg != fi.PROGRESS_UNSPEC && d.DataProg != fi.PROGRESS_MANUAL:

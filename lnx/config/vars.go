@@ -59,8 +59,8 @@ var Vars = []Var{
 	{DumpStats, ParamBool, "Log per-core traffic counters when an endpoint closes."},
 	{UnexpectedMax, ParamSize, "Bytes of unexpected messages buffered per endpoint before senders are held back " +
 		"(k/m/g suffixes; default 64m)."},
-	{PeerTimeout, ParamString, "How long a silent network peer is probed before its operations fail " +
-		"(Go duration, default 10s, at least 500ms)."},
+	{PeerTimeout, ParamString, "How long the network core may fail to reach a peer before lnx checks " +
+		"that its process is gone (Go duration, default 10s, at least 500ms)."},
 	{NetCredits, ParamInt, "Messages a sender may have in flight to one network receiver before it waits for " +
 		"credits (1-255, default 64; 0 turns flow control off)."},
 	{NetRead, ParamBool, "Large network sends of one buffer are read by the receiver (RMA) where the core can (default: on)."},

@@ -10,11 +10,19 @@ type Info struct {
 	HasEP      bool
 	HasDomain  bool
 	HasFabric  bool
-	Tx         TxAttr
-	Rx         RxAttr
-	EP         EPAttr
-	Domain     DomainAttr
-	Fabric     FabricAttr
+	// Addresses in hints: SrcAddrLen and DestAddrLen as the caller gave
+	// them (HasSrcAddr/HasDestAddr: the pointer was non-NULL); DestAddr
+	// holds the bytes when the length is one an lnx address can have.
+	HasSrcAddr  bool
+	SrcAddrLen  uint64
+	HasDestAddr bool
+	DestAddrLen uint64
+	DestAddr    []byte
+	Tx          TxAttr
+	Rx          RxAttr
+	EP          EPAttr
+	Domain      DomainAttr
+	Fabric      FabricAttr
 }
 
 type TxAttr struct {

@@ -30,6 +30,11 @@ func cStr(s string) *C.char {
 	return C.CString(s)
 }
 
+// maxHintAddr bounds the dest_addr bytes InfoFromC reads from hints: no
+// address of lnx or of a core is longer, and a nonsense length must not
+// make it read far past the caller's buffer.
+const maxHintAddr = 4096
+
 // InfoFromC copies a C struct fi_info (one element, not the list).
 func InfoFromC(p unsafe.Pointer) fi.Info {
 	ci := (*C.struct_fi_info)(p)
@@ -40,6 +45,11 @@ func InfoFromC(p unsafe.Pointer) fi.Info {
 	in.Caps = uint64(ci.caps)
 	in.Mode = uint64(ci.mode)
 	in.AddrFormat = uint32(ci.addr_format)
+	in.HasSrcAddr, in.SrcAddrLen = ci.src_addr != nil, uint64(ci.src_addrlen)
+	in.HasDestAddr, in.DestAddrLen = ci.dest_addr != nil, uint64(ci.dest_addrlen)
+	if ci.dest_addr != nil && ci.dest_addrlen > 0 && ci.dest_addrlen <= maxHintAddr {
+		in.DestAddr = C.GoBytes(ci.dest_addr, C.int(ci.dest_addrlen))
+	}
 	if t := ci.tx_attr; t != nil {
 		in.HasTx = true
 		in.Tx = fi.TxAttr{Caps: uint64(t.caps), Mode: uint64(t.mode), OpFlags: uint64(t.op_flags),

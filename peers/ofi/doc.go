@@ -129,7 +129,11 @@
 // operations outstanding with: one it has not heard from (any message or
 // completion) for Config.ProbeInterval gets a PING; a peer that the core has
 // refused every send to (probes or user sends) for Config.PeerTimeout while
-// nothing was heard from it is declared gone. Close sends BYE to every peer
+// nothing was heard from it is declared gone, unless it is merely slow:
+// where core addresses are IP socket addresses, the transport first opens a
+// TCP connection to the peer's listening address (tp_alive.go); the
+// peer's kernel accepts it while the process exists, even stopped, and the
+// peer then gets another PeerTimeout. Close sends BYE to every peer
 // it talked to, which makes them fail their operations with it at once. A
 // killed process is therefore detected after about PeerTimeout (default
 // 10 s); a peer whose host vanished without a TCP reset may not be detected

@@ -32,6 +32,10 @@ var (
 	// pieces than the core accepts in one operation (Transport.MaxIOV).
 	ErrTooManyIOV = fi.Wrap(fi.EINVAL, "ofi: too many iov entries")
 
+	// ErrBadBuffer means a send's buffer is not mapped over its whole
+	// length (tp_mapped.go); nothing was sent.
+	ErrBadBuffer = fi.Wrap(fi.EFAULT, "ofi: send buffer not mapped over its length")
+
 	// ErrRemote means the other side refused the transfer.
 	ErrRemote = fi.Wrap(fi.EIO, "ofi: transfer refused by peer")
 

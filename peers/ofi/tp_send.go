@@ -51,6 +51,9 @@ func (t *Transport) SendMR(p *Peer, h Hdr, iov [][]byte, mrs []*MR, sendID uint6
 	pieces := 0
 	for _, b := range iov {
 		if len(b) != 0 {
+			if !mapped(b) {
+				return false, fmt.Errorf("%w: %d bytes at %p", ErrBadBuffer, len(b), unsafe.SliceData(b))
+			}
 			size += uint64(len(b))
 			pieces++
 		}
@@ -248,6 +251,16 @@ func (t *Transport) eagain(p *Peer) bool {
 	}
 	p.lastEagain = now
 	if pt := int64(t.cfg.PeerTimeout); now-p.eagainSince >= pt && now-p.lastHeard >= pt {
+		switch t.listening(p) {
+		case peerListening:
+			// Its process is there, merely not answering (stopped,
+			// swapped out, busy): slow, not gone. Wait another
+			// PeerTimeout before asking again.
+			p.eagainSince = now
+			return false
+		case peerCheckPending:
+			return false
+		}
 		t.peerGone(p, fmt.Errorf("the core refused every send for %v", t.cfg.PeerTimeout))
 		return true
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -248,6 +249,8 @@ type Peer struct {
 	probing     bool
 	eagainSince int64
 	lastEagain  int64
+	byeAt       int64         // when we last told it that it is gone to us
+	check       *atomic.Int32 // liveness check of its listener (tp_alive.go)
 
 	// Flow control, sender side: the peer's window (0: none) and the
 	// credits left; stalled while we wait for credits (the peer then
@@ -301,6 +304,7 @@ type Stats struct {
 	Reads           uint64 // pulls done by reading the sender's buffer
 	ReadRegFailures uint64 // RTS-read not possible: the core refused to register the data
 	LeakedCloses    uint64 // Close left the core endpoint open (see Close)
+	LivenessChecks  uint64 // connections made to a refusing peer's listener (tp_alive.go)
 }
 
 // Transport is one network endpoint of lnx over a core provider: a core

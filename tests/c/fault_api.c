@@ -8,6 +8,10 @@
  *               fi_cq_read(cq, NULL, 0) still lets a 1 MiB send to it
  *               complete (libfabric's own shm and tcp;ofi_rxm progress on a
  *               zero-count read), then reads its receive normally
+ *  zero_count_send  the same with the roles swapped: a sender that drives
+ *               progress only with zero-count reads sees its 1 MiB send
+ *               received (the receiver says so out of band), then reads
+ *               the send's completion
  *  huge_count   fi_cq_read with a count of 2^63 and of SIZE_MAX returns the
  *               one completion waiting
  *  av_dup       fi_av_remove with the same fi_addr twice in one call
@@ -22,9 +26,17 @@
  *               as is)
  *  closed_peer  (same node) once a peer has closed its endpoint, small
  *               sends to it fail at once instead of filling its ring
+ *  bad_buffer   a send whose buffer is shorter than its length (2 pages
+ *               mapped, the second unmapped, 2 pages sent; eager and
+ *               rendezvous sizes): the sender gets an error (at the call or
+ *               in an error completion) and never a success; the receiver
+ *               gets an error or nothing for it; later messages of the pair
+ *               arrive intact and in order, and every close succeeds
  */
 #include <errno.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include "common.h"
 
 #define BIG (1u << 20)
@@ -72,6 +84,55 @@ static void zero_count_b(struct peer *p, void *arg)
 	wait_ok(p->l.cq, &e, NULL, "the 1 MiB receive");
 	EXPECT(e.op_context == &ctx && e.len == BIG, "receive completion: len %zu", e.len);
 	EXPECT_PATTERN(buf, BIG, 71);
+	free(buf);
+}
+
+/* Only zero-count reads until the other rank sends one byte out of band. */
+static void zero_reads_until_oob(struct peer *p, const char *what)
+{
+	uint64_t deadline = now_ms() + 2 * WAIT_MS;
+	long reads = 0;
+	for (;;) {
+		ssize_t r = fi_cq_read(p->l.cq, NULL, 0);
+		reads++;
+		EXPECT(r == 0 || r == -FI_EAGAIN, "fi_cq_read(cq, NULL, 0) -> %zd (%s)", r,
+		       r < 0 ? fi_strerror((int)-r) : "ok");
+		char c;
+		ssize_t n = recv(p->sock[other(p)], &c, 1, MSG_DONTWAIT);
+		if (n == 1)
+			break;
+		EXPECT(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK), "the other rank went away (it failed)");
+		EXPECT(now_ms() < deadline, "%s never completed over %ld zero-count reads", what, reads);
+	}
+}
+
+static void zero_count_send_a(struct peer *p, void *arg)
+{
+	uint8_t *buf = xmalloc(BIG);
+	struct fi_context2 ctx;
+	struct fi_cq_tagged_entry e;
+	fill_pattern(buf, BIG, 72);
+	barrier(p); /* B has posted its receive */
+	POST(p->l.cq, fi_tsend(p->l.ep, buf, BIG, NULL, peer_addr(p), 0x72, &ctx));
+	zero_reads_until_oob(p, "the 1 MiB receive at the peer");
+	wait_ok(p->l.cq, &e, NULL, "1 MiB send driven by zero-count reads");
+	EXPECT(e.op_context == &ctx, "completion for another operation");
+	free(buf);
+}
+
+static void zero_count_send_b(struct peer *p, void *arg)
+{
+	uint8_t *buf = xmalloc(BIG);
+	struct fi_context2 ctx;
+	struct fi_cq_tagged_entry e;
+	memset(buf, 0, BIG);
+	CHECK(fi_trecv(p->l.ep, buf, BIG, NULL, peer_addr(p), 0x72, 0, &ctx));
+	barrier(p);
+	wait_ok(p->l.cq, &e, NULL, "1 MiB receive from a sender that reads zero entries");
+	EXPECT(e.op_context == &ctx && e.len == BIG, "receive completion: len %zu", e.len);
+	EXPECT_PATTERN(buf, BIG, 72);
+	char c = 'd';
+	oob_send(p, other(p), &c, 1);
 	free(buf);
 }
 
@@ -305,14 +366,149 @@ static void closed_peer_b(struct peer *p, void *arg)
 	barrier(p);
 }
 
+/* ---- bad_buffer ----------------------------------------------------------- */
+
+/* Short buffers: an eager size (2 pages) and a rendezvous size (64 pages). */
+static const size_t bad_pages[] = { 2, 64 };
+#define NBAD (sizeof(bad_pages) / sizeof(bad_pages[0]))
+#define NGOOD 4
+static const size_t good_len[NGOOD] = { 100, 8192, 65536, 1u << 20 };
+
+static void bad_buffer_a(struct peer *p, void *arg)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	struct fi_context2 bctx[NBAD], gctx[NBAD][NGOOD];
+	uint8_t *good[NBAD][NGOOD];
+	int expected = 0;
+	barrier(p); /* B's receives are posted */
+	for (size_t k = 0; k < NBAD; k++) {
+		size_t len = bad_pages[k] * pg;
+		uint8_t *b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		ASSERT(b != MAP_FAILED);
+		memset(b, 0x5a, len - pg);
+		CHECK(munmap(b + len - pg, pg)); /* the buffer is one page short */
+		ssize_t r;
+		uint64_t dl = now_ms() + WAIT_MS;
+		while ((r = fi_tsend(p->l.ep, b, len, NULL, peer_addr(p), 0x80 + k * 16, &bctx[k])) == -FI_EAGAIN &&
+		       now_ms() < dl)
+			cq_progress(p->l.cq);
+		note("send of %zu bytes from a buffer of %zu -> %zd (%s)", len, len - pg, r,
+		     r ? fi_strerror((int)-r) : "posted");
+		EXPECT(r != -FI_EAGAIN, "short-buffer send refused with -FI_EAGAIN until the deadline");
+		if (r == 0)
+			expected++;
+		for (int g = 0; g < NGOOD; g++) {
+			good[k][g] = xmalloc(good_len[g]);
+			fill_pattern(good[k][g], good_len[g], 0x900 + k * 16 + (uint64_t)g);
+			POST(p->l.cq, fi_tsend(p->l.ep, good[k][g], good_len[g], NULL, peer_addr(p),
+					       0x81 + k * 16 + (uint64_t)g, &gctx[k][g]));
+			expected++;
+		}
+	}
+	/* Every posted operation completes: the good ones successfully, the
+	 * short-buffer ones with an error. */
+	int okc = 0, errc = 0;
+	while (okc + errc < expected) {
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry err;
+		g_cq_print_errors = 0;
+		int r = wait_cq(p->l.cq, &e, NULL, &err, WAIT_MS);
+		g_cq_print_errors = 1;
+		EXPECT(r != -FI_ETIMEDOUT, "%d of %d sends never completed", expected - okc - errc, expected);
+		void *c = r == 0 ? e.op_context : err.op_context;
+		int bad = c == &bctx[0] || c == &bctx[1];
+		if (r == 0) {
+			EXPECT(!bad, "a send from a short buffer completed successfully");
+			okc++;
+		} else {
+			EXPECT(bad, "a good send failed: %d (%s)", r, fi_strerror(-r));
+			note("short-buffer send: error completion %d (%s)", r, fi_strerror(-r));
+			errc++;
+		}
+	}
+	char c = 'd';
+	oob_send(p, other(p), &c, 1);
+	for (size_t k = 0; k < NBAD; k++)
+		for (int g = 0; g < NGOOD; g++)
+			free(good[k][g]);
+}
+
+static void bad_buffer_b(struct peer *p, void *arg)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	struct fi_context2 bctx[NBAD], gctx[NBAD][NGOOD];
+	uint8_t *bad[NBAD], *good[NBAD][NGOOD];
+	int done[NBAD] = { 0 };
+	for (size_t k = 0; k < NBAD; k++) {
+		bad[k] = xmalloc(bad_pages[k] * pg);
+		CHECK(fi_trecv(p->l.ep, bad[k], bad_pages[k] * pg, NULL, peer_addr(p), 0x80 + k * 16, 0, &bctx[k]));
+		for (int g = 0; g < NGOOD; g++) {
+			good[k][g] = xmalloc(good_len[g]);
+			CHECK(fi_trecv(p->l.ep, good[k][g], good_len[g], NULL, peer_addr(p), 0x81 + k * 16 + (uint64_t)g,
+				       0, &gctx[k][g]));
+		}
+	}
+	barrier(p);
+	/* The good messages must all arrive intact; a short-buffer receive may
+	 * fail or stay pending, but never succeed. */
+	int left = NBAD * NGOOD;
+	while (left > 0) {
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry err;
+		g_cq_print_errors = 0;
+		int r = wait_cq(p->l.cq, &e, NULL, &err, WAIT_MS);
+		g_cq_print_errors = 1;
+		EXPECT(r != -FI_ETIMEDOUT, "%d messages sent after a short-buffer send never arrived", left);
+		void *c = r == 0 ? e.op_context : err.op_context;
+		size_t k = c == &bctx[0] ? 0 : c == &bctx[1] ? 1 : NBAD;
+		if (k < NBAD) {
+			EXPECT(r != 0, "the receive of a short-buffer send succeeded (%zu bytes)", e.len);
+			note("short-buffer receive: error completion %d (%s)", r, fi_strerror(-r));
+			done[k] = 1;
+			continue;
+		}
+		EXPECT(r == 0, "a good message failed: %d (%s)", r, fi_strerror(-r));
+		int found = 0;
+		for (size_t kk = 0; kk < NBAD; kk++)
+			for (int g = 0; g < NGOOD; g++)
+				if (c == &gctx[kk][g]) {
+					EXPECT(e.len == good_len[g] && e.tag == 0x81 + kk * 16 + (uint64_t)g,
+					       "message %zu/%d: len %zu tag %#lx", kk, g, e.len, (unsigned long)e.tag);
+					EXPECT_PATTERN(good[kk][g], good_len[g], 0x900 + kk * 16 + (uint64_t)g);
+					found = 1;
+				}
+		EXPECT(found, "completion for an unknown context");
+		left--;
+	}
+	char c;
+	oob_recv(p, other(p), &c, 1);
+	for (size_t k = 0; k < NBAD; k++) {
+		if (!done[k]) {
+			/* Nothing came for it: cancel it. */
+			CHECK(fi_cancel(&p->l.ep->fid, &bctx[k]));
+			struct fi_cq_err_entry err;
+			g_cq_print_errors = 0;
+			int r = wait_cq(p->l.cq, NULL, NULL, &err, WAIT_MS);
+			g_cq_print_errors = 1;
+			EXPECT(r == -FI_ECANCELED && err.op_context == &bctx[k],
+			       "cancelled short-buffer receive: %d (%s)", r, fi_strerror(-r));
+		}
+		free(bad[k]);
+		for (int g = 0; g < NGOOD; g++)
+			free(good[k][g]);
+	}
+}
+
 static const struct subtest cases[] = {
 	CASE("zero_count", zero_count_a, zero_count_b),
+	CASE("zero_count_send", zero_count_send_a, zero_count_send_b),
 	CASE("huge_count", huge_count_a, huge_count_b),
 	CASE("av_dup", av_dup_a, idle_b),
 	CASE("av_stale", av_stale_a, av_stale_b),
 	CASE("bind_foreign", bind_foreign_a, idle_b),
 	CASE("first_send", first_send_a, first_send_b),
 	CASE("closed_peer", closed_peer_a, closed_peer_b),
+	CASE("bad_buffer", bad_buffer_a, bad_buffer_b),
 };
 
 int main(int argc, char **argv)

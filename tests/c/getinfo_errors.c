@@ -17,6 +17,10 @@
  *  - a group with an unknown provider next to a good one is skipped
  *  - unsatisfiable hints (FI_RMA, FI_ATOMIC, FI_EP_MSG, FI_SOCKADDR_IN,
  *    inject_size 1<<30, unknown domain name, fabric "bogus", ...) -> -FI_ENODATA
+ *  - nonsense hints (threading 99, av_type 55, resource_mgmt 77, every
+ *    op_flags bit on tx or rx, src_addr of any kind, dest_addr of the wrong
+ *    length, random bytes, a NULL pointer with a length, a huge length) ->
+ *    -FI_ENODATA or -FI_EINVAL, never success or a crash
  *  - after every failure a normal fi_getinfo still succeeds
  */
 #include "common.h"
@@ -178,6 +182,94 @@ static void h_cqdata(struct fi_info *h) { h->domain_attr->cq_data_size = 64; }
 static void h_msgsize(struct fi_info *h) { h->ep_attr->max_msg_size = SIZE_MAX; }
 static void h_rxctx(struct fi_info *h) { h->ep_attr->rx_ctx_cnt = 16; }
 
+/* Nonsense hints: libfabric's own providers answer -FI_ENODATA or
+ * -FI_EINVAL; so must lnx (and it must not crash or accept them). */
+static uint8_t junk[4096];
+static void n_threading(struct fi_info *h) { h->domain_attr->threading = (enum fi_threading)99; }
+static void n_av_type(struct fi_info *h) { h->domain_attr->av_type = (enum fi_av_type)55; }
+static void n_rm(struct fi_info *h) { h->domain_attr->resource_mgmt = (enum fi_resource_mgmt)77; }
+static void n_tx_opflags(struct fi_info *h) { h->tx_attr->op_flags = ~0ULL; }
+static void n_rx_opflags(struct fi_info *h) { h->rx_attr->op_flags = ~0ULL; }
+static void *dupjunk(size_t n)
+{
+	void *p = xmalloc(n);
+	memcpy(p, junk, n);
+	return p;
+}
+static void n_src_random(struct fi_info *h)
+{
+	h->src_addr = dupjunk(LNX_ADDRLEN);
+	h->src_addrlen = LNX_ADDRLEN;
+}
+static void n_src_short(struct fi_info *h)
+{
+	h->src_addr = dupjunk(3);
+	h->src_addrlen = 3;
+}
+static void n_src_str(struct fi_info *h)
+{
+	h->addr_format = FI_ADDR_STR;
+	h->src_addr = strdup("fi_sockaddr_in://999.1.2.3:99999");
+	h->src_addrlen = strlen(h->src_addr) + 1;
+}
+static void n_src_sin(struct fi_info *h)
+{
+	h->addr_format = FI_SOCKADDR_IN;
+	h->src_addr = dupjunk(7); /* shorter than a sockaddr_in */
+	h->src_addrlen = 7;
+}
+static void n_dest_random(struct fi_info *h)
+{
+	h->dest_addr = dupjunk(LNX_ADDRLEN);
+	h->dest_addrlen = LNX_ADDRLEN;
+}
+static void n_dest_short(struct fi_info *h)
+{
+	h->dest_addr = dupjunk(5);
+	h->dest_addrlen = 5;
+}
+static void n_dest_long(struct fi_info *h)
+{
+	h->dest_addr = dupjunk(sizeof(junk));
+	h->dest_addrlen = sizeof(junk);
+}
+static void n_dest_len_only(struct fi_info *h) { h->dest_addrlen = 1ULL << 40; }
+static void n_dest_str(struct fi_info *h)
+{
+	h->addr_format = FI_ADDR_STR;
+	h->dest_addr = strdup("lnx://nonsense");
+	h->dest_addrlen = strlen(h->dest_addr) + 1;
+}
+
+static void nonsense_case(const char *what, const char *links, hint_fn fn)
+{
+	char w[160];
+	struct fi_info *h = lnx_hints(), *info = NULL;
+	int prov = 1;
+	char log[4096];
+	fn(h);
+	set_links(links);
+	snprintf(w, sizeof(w), "%s (links %s)", what, links);
+	int ret = getinfo_capture(h, &info, &prov, log, sizeof(log));
+	int code = prov == 1 ? ret : prov;
+	if (ret == 0 || (ret != -FI_ENODATA && ret != -FI_EINVAL) ||
+	    (code != -FI_ENODATA && code != -FI_EINVAL)) {
+		printf("FAIL %s: fi_getinfo -> %d (%s), lnx %d, want -FI_ENODATA or -FI_EINVAL\n", w,
+		       ret, fi_strerror(-ret), prov == 1 ? 0 : prov);
+		if (log[0])
+			printf("  log:\n%s", log);
+		failures++;
+	} else {
+		note("%-44s -> %d, lnx %d (%s): ok", w, ret, code, fi_strerror(-code));
+	}
+	if (info)
+		fi_freeinfo(info);
+	if (fn == n_dest_len_only)
+		h->dest_addrlen = 0; /* fi_freeinfo must not look at it */
+	fi_freeinfo(h);
+	expect_recovery(w);
+}
+
 static void hints_case(const char *what, const char *links, hint_fn fn)
 {
 	char w[160];
@@ -248,6 +340,35 @@ int main(void)
 	for (size_t i = 0; i < sizeof(hc) / sizeof(hc[0]); i++) {
 		hints_case(hc[i].what, LINK_SHM, hc[i].fn);
 		hints_case(hc[i].what, LINK_TCP, hc[i].fn);
+	}
+
+	/* Nonsense hints. */
+	srandom(1234);
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)random();
+	junk[0] = 'L'; /* lnx's magic byte, so that the check goes deeper */
+	static const struct {
+		const char *what;
+		hint_fn fn;
+	} nc[] = {
+		{ "threading 99", n_threading },
+		{ "av_type 55", n_av_type },
+		{ "resource_mgmt 77", n_rm },
+		{ "tx op_flags ~0", n_tx_opflags },
+		{ "rx op_flags ~0", n_rx_opflags },
+		{ "src_addr 64 random bytes", n_src_random },
+		{ "src_addr 3 bytes", n_src_short },
+		{ "src_addr FI_ADDR_STR garbage", n_src_str },
+		{ "src_addr FI_SOCKADDR_IN of 7 bytes", n_src_sin },
+		{ "dest_addr 64 random bytes", n_dest_random },
+		{ "dest_addr 5 bytes", n_dest_short },
+		{ "dest_addr 4096 bytes", n_dest_long },
+		{ "dest_addr NULL, dest_addrlen 1<<40", n_dest_len_only },
+		{ "dest_addr FI_ADDR_STR garbage", n_dest_str },
+	};
+	for (size_t i = 0; i < sizeof(nc) / sizeof(nc[0]); i++) {
+		nonsense_case(nc[i].what, LINK_SHM, nc[i].fn);
+		nonsense_case(nc[i].what, LINK_TCP, nc[i].fn);
 	}
 
 	/* A domain name offered by a different links setting is not offered now. */

@@ -1,0 +1,84 @@
+package ofi
+
+import (
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"testing"
+)
+
+// TestSockAddr decodes tcp's fi_getname bytes (struct sockaddr_in and
+// sockaddr_in6) and refuses other formats.
+func TestSockAddr(t *testing.T) {
+	in4 := make([]byte, 16)
+	binary.NativeEndian.PutUint16(in4, 2)
+	binary.BigEndian.PutUint16(in4[2:], 4242)
+	copy(in4[4:], []byte{127, 0, 0, 1})
+	in6 := make([]byte, 28)
+	binary.NativeEndian.PutUint16(in6, 10)
+	binary.BigEndian.PutUint16(in6[2:], 4243)
+	in6[23] = 1 // ::1
+	other := append([]byte(nil), in4...)
+	binary.NativeEndian.PutUint16(other, 27)
+	cases := []struct {
+		b    []byte
+		want string
+		ok   bool
+	}{
+		{in4, "127.0.0.1:4242", true},
+		{in6, "[::1]:4243", true},
+		{other, "", false},
+		{in4[:15], "", false},
+		{make([]byte, 64), "", false},
+	}
+	for i, c := range cases {
+		ap, ok := sockAddr(c.b)
+		if ok != c.ok || (ok && ap.String() != c.want) {
+			t.Errorf("case %d: %v %v, want %q %v", i, ap, ok, c.want, c.ok)
+		}
+	}
+}
+
+// TestListening: the liveness check finds a listening address alive and
+// a closed one gone, without blocking the caller.
+func TestListening(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := closed.Addr().(*net.TCPAddr).AddrPort()
+	closed.Close()
+	tr := &Transport{cfg: Config{PeerTimeout: DefaultPeerTimeout}}
+	for _, c := range []struct {
+		ap   netip.AddrPort
+		want int
+	}{
+		{l.Addr().(*net.TCPAddr).AddrPort(), peerListening},
+		{gone, peerNotListening},
+	} {
+		name := make([]byte, 16)
+		binary.NativeEndian.PutUint16(name, 2)
+		binary.BigEndian.PutUint16(name[2:], c.ap.Port())
+		a4 := c.ap.Addr().As4()
+		copy(name[4:], a4[:])
+		p := &Peer{name: name}
+		if r := tr.listening(p); r != peerCheckPending {
+			t.Fatalf("%v: first answer %d, want pending", c.ap, r)
+		}
+		r := peerCheckPending
+		for r == peerCheckPending {
+			r = tr.listening(p)
+		}
+		if r != c.want {
+			t.Errorf("%v: %d, want %d", c.ap, r, c.want)
+		}
+	}
+	if r := tr.listening(&Peer{name: make([]byte, 8)}); r != peerUnknown {
+		t.Errorf("a non-IP address: %d, want peerUnknown", r)
+	}
+}

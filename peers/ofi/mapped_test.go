@@ -1,0 +1,40 @@
+package ofi
+
+import (
+	"syscall"
+	"testing"
+	"unsafe"
+)
+
+// TestMapped: a range with an unmapped page in it is refused; Go memory
+// and a fully mapped range are accepted.
+func TestMapped(t *testing.T) {
+	pg := syscall.Getpagesize()
+	m, err := syscall.Mmap(-1, 0, 3*pg, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := m[: 3*pg : 3*pg]
+	addr := uintptr(unsafe.Pointer(&m[0]))
+	defer syscall.Syscall(syscall.SYS_MUNMAP, addr, uintptr(pg), 0)
+	if _, _, e := syscall.Syscall(syscall.SYS_MUNMAP, addr+uintptr(pg), uintptr(2*pg), 0); e != 0 {
+		t.Fatal(e)
+	}
+	cases := []struct {
+		b    []byte
+		want bool
+	}{
+		{b[:pg], true},
+		{b[pg-1 : pg], true},
+		{b[:pg+1], false},
+		{b[:2*pg], false},
+		{b[pg : 2*pg], false},
+		{make([]byte, 1<<20), true},
+		{nil, true},
+	}
+	for i, c := range cases {
+		if got := mapped(c.b); got != c.want {
+			t.Errorf("case %d (%d bytes at offset %d): mapped %v, want %v", i, len(c.b), cap(b)-cap(c.b), got, c.want)
+		}
+	}
+}

@@ -1,0 +1,40 @@
+package ofi
+
+import (
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// The core reads a send's buffers itself (a zero-copy eager send, the data
+// of a rendezvous, an RMA read served to the receiver). A buffer shorter
+// than the length the application gave (memory unmapped under it) makes
+// tcp's transfer fail inside the core ("internal transfer failed (Bad
+// address)"), which breaks the connection to the peer: the operation and
+// the messages queued behind it are neither delivered nor failed. Send
+// therefore checks that every page of every piece is mapped (mincore(2):
+// ENOMEM for a hole in the range; one system call per piece, 16 MiB of
+// range per call) and refuses the send with ErrBadBuffer before the core
+// or lnx's own copies touch it. A page mapped without read permission
+// is not detected.
+
+var pageSize = uintptr(os.Getpagesize())
+
+// mapped reports whether every page that b covers is mapped.
+func mapped(b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
+	var vec [4096]byte
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b))) &^ (pageSize - 1)
+	end := uintptr(unsafe.Pointer(unsafe.SliceData(b))) + uintptr(len(b))
+	for start < end {
+		n := min(end-start, uintptr(len(vec))*pageSize)
+		_, _, errno := syscall.Syscall(syscall.SYS_MINCORE, start, n, uintptr(unsafe.Pointer(&vec[0])))
+		if errno != 0 {
+			return errno != syscall.ENOMEM && errno != syscall.EFAULT
+		}
+		start += n
+	}
+	return true
+}
