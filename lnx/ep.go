@@ -129,11 +129,20 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 		e.shm = se
 	}
 	e.rails, e.seqs = railSelection(), map[uint64]*seqState{}
-	for _, c := range d.cores {
+	src, err := d.srcNames(info)
+	if err != nil {
+		e.closeCores()
+		return nil, err
+	}
+	for i, c := range d.cores {
+		var srcName []byte
+		if i < len(src) {
+			srcName = src[i]
+		}
 		// On the domain lnx opened. 1.17 rxm never reports a dead peer:
 		// the transport probes and gives up after the peer timeout.
 		t, err := c.dom.OpenTransport(ofi.Config{PeerTimeout: peerTimeout(),
-			Credits: netCredits(), NoRead: envOff(EnvNetRead)})
+			Credits: netCredits(), NoRead: envOff(EnvNetRead), SrcName: srcName})
 		if err != nil {
 			e.closeCores()
 			return nil, err

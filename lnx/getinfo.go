@@ -89,6 +89,9 @@ type CoreChoice struct {
 	// ProvName is the core's name for itself (fabric_attr->prov_name of
 	// the fi_info chosen): "tcp;ofi_rxm" where the link says "tcp".
 	ProvName string
+	// SrcName is the core's src_addr in that fi_info (its interface's
+	// address, port 0), or nil.
+	SrcName []byte
 }
 
 // ProvName spells the link's cores the way libfabric 2.x's built-in lnx
@@ -187,7 +190,8 @@ func resolve(version uint32, g links.Group) (*Link, error) {
 			list.Prefer(netAddrFormat())
 			ci := list.Infos[0]
 			l.lim.meet(limitsOf(&ci.Info))
-			l.Cores = append(l.Cores, CoreChoice{Prov: m.Prov, Domain: ci.Domain.Name, ProvName: ci.Provider()})
+			l.Cores = append(l.Cores, CoreChoice{Prov: m.Prov, Domain: ci.Domain.Name, ProvName: ci.Provider(),
+				SrcName: ci.SrcAddr})
 			list.Free()
 		}
 	}
@@ -245,6 +249,12 @@ func (l *Link) Info(version uint32) fi.Info {
 // GetInfo answers lnx's fi_getinfo: one fi_info per usable link that
 // satisfies the hints.
 func GetInfo(version uint32, hints *fi.Info) ([]fi.Info, error) {
+	return GetInfoAt(version, hints, nil)
+}
+
+// GetInfoAt is GetInfo with fi_getinfo's node, service and FI_SOURCE
+// (ns nil: neither node nor service given); see Link.nodeService.
+func GetInfoAt(version uint32, hints *fi.Info, ns *NodeService) ([]fi.Info, error) {
 	if hints != nil && hints.HasEP && hints.EP.Type != fi.EP_UNSPEC && hints.EP.Type != fi.EP_RDM {
 		// ofi_rxm and other utilities probe every core with FI_EP_MSG.
 		return nil, fi.Wrap(fi.ENODATA, "lnx offers FI_EP_RDM only")
@@ -260,6 +270,12 @@ func GetInfo(version uint32, hints *fi.Info) ([]fi.Info, error) {
 		if hints != nil {
 			if why := applyHints(&in, hints, version); why != "" {
 				reasons = append(reasons, fmt.Sprintf("%s: %s", in.Domain.Name, why))
+				continue
+			}
+		}
+		if ns != nil {
+			if err := l.nodeService(&in, ns); err != nil {
+				reasons = append(reasons, fmt.Sprintf("%s: %v", in.Domain.Name, err))
 				continue
 			}
 		}

@@ -258,6 +258,22 @@ type route struct {
 	seq   uint16
 }
 
+// reachedOverNet says whether a peer already talks to us over a network
+// core (it introduced itself there): a peer that knows us only by a
+// network address (fi_getinfo's node/service) would not recognise us
+// over shm, so a peer on this node that came that way is answered there.
+func (e *Endpoint) reachedOverNet(a *Addr) bool {
+	for i, raw := range netAddrsOf(a) {
+		if i >= len(e.nets) {
+			break
+		}
+		if id, err := ofi.AddrID(raw); err == nil && e.nets[i].Knows(id) {
+			return true
+		}
+	}
+	return false
+}
+
 // route returns (connecting on first use) the route to fi_addr.
 func (e *Endpoint) route(addr uint64) (*route, error) {
 	if rt, ok := e.routes[addr]; ok {
@@ -267,7 +283,7 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 	if ent == nil {
 		return nil, fi.Wrap(fi.EINVAL, "fi_addr %d is not in the AV", addr)
 	}
-	if raw, ok := shmAddrOf(ent.addr); ok && e.shm != nil && ent.addr.Node == e.node {
+	if raw, ok := shmAddrOf(ent.addr); ok && e.shm != nil && ent.addr.Node == e.node && !e.reachedOverNet(ent.addr) {
 		p, err := e.shm.Connect(raw)
 		if err != nil {
 			return nil, fi.Wrap(fi.EHOSTUNREACH, "shm connect to %d: %v", addr, err)

@@ -15,6 +15,8 @@ type Info struct {
 	EP         EPAttr
 	Domain     DomainAttr
 	Fabric     FabricAttr
+	// SrcAddr and DestAddr are src_addr and dest_addr (nil: none).
+	SrcAddr, DestAddr []byte
 }
 
 type TxAttr struct {

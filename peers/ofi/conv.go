@@ -40,6 +40,12 @@ func InfoFromC(p unsafe.Pointer) fi.Info {
 	in.Caps = uint64(ci.caps)
 	in.Mode = uint64(ci.mode)
 	in.AddrFormat = uint32(ci.addr_format)
+	if ci.src_addr != nil && ci.src_addrlen > 0 {
+		in.SrcAddr = C.GoBytes(ci.src_addr, C.int(ci.src_addrlen))
+	}
+	if ci.dest_addr != nil && ci.dest_addrlen > 0 {
+		in.DestAddr = C.GoBytes(ci.dest_addr, C.int(ci.dest_addrlen))
+	}
 	if t := ci.tx_attr; t != nil {
 		in.HasTx = true
 		in.Tx = fi.TxAttr{Caps: uint64(t.caps), Mode: uint64(t.mode), OpFlags: uint64(t.op_flags),
@@ -93,6 +99,14 @@ func InfoToC(in *fi.Info) unsafe.Pointer {
 	ci.caps = C.uint64_t(in.Caps)
 	ci.mode = C.uint64_t(in.Mode)
 	ci.addr_format = C.uint32_t(in.AddrFormat)
+	if len(in.SrcAddr) > 0 {
+		ci.src_addr = C.CBytes(in.SrcAddr) // fi_freeinfo frees it
+		ci.src_addrlen = C.size_t(len(in.SrcAddr))
+	}
+	if len(in.DestAddr) > 0 {
+		ci.dest_addr = C.CBytes(in.DestAddr)
+		ci.dest_addrlen = C.size_t(len(in.DestAddr))
+	}
 	t := ci.tx_attr
 	t.caps, t.mode, t.op_flags = C.uint64_t(in.Tx.Caps), C.uint64_t(in.Tx.Mode), C.uint64_t(in.Tx.OpFlags)
 	t.msg_order, t.comp_order = C.uint64_t(in.Tx.MsgOrder), C.uint64_t(in.Tx.CompOrder)
