@@ -64,7 +64,8 @@ func (l *coreLimits) meet(o coreLimits) {
 	l.cqData = min(l.cqData, o.cqData)
 	l.msgOrder &= o.msgOrder
 	l.mrKeySize = min(l.mrKeySize, o.mrKeySize)
-	l.mrIov = min(l.mrIov, o.mrIov)
+	// Not mrIov: lnx registers one host range per MR with each core
+	// (mr.go), so a core's own mr_iov_limit does not bound lnx's.
 }
 
 func limitsOf(in *fi.Info) coreLimits {
@@ -239,8 +240,9 @@ func (l *Link) Info(version uint32) fi.Info {
 		Domain: fi.DomainAttr{Name: l.Name(), Threading: fi.THREAD_SAFE, ControlProgress: fi.PROGRESS_AUTO,
 			DataProg: fi.PROGRESS_MANUAL, ResourceMgmt: fi.RM_ENABLED, AVType: fi.AV_UNSPEC,
 			MRKeySize: l.lim.mrKeySize, CQDataSize: l.lim.cqData, CQCnt: 1024, EPCnt: 1024,
-			TxCtxCnt: 1024, RxCtxCnt: 1024, MaxEPTxCtx: 1, MaxEPRxCtx: 1, MRIovLimit: l.lim.mrIov,
-			Caps: fi.LOCAL_COMM | fi.REMOTE_COMM, MRCnt: 1 << 16},
+			TxCtxCnt: 1024, RxCtxCnt: 1024, MaxEPTxCtx: 1, MaxEPRxCtx: 1, MRIovLimit: MaxIov,
+			CntrCnt: 1024,
+			Caps:    fi.LOCAL_COMM | fi.REMOTE_COMM, MRCnt: 1 << 16},
 		Fabric: fi.FabricAttr{Name: FabricName, APIVersion: version},
 	}
 	return in

@@ -119,6 +119,9 @@ func (e *Endpoint) Send(op *Op) error {
 	if op.Inject {
 		flags |= fi.INJECT
 	}
+	if uint64(op.N) > e.iovLimit() {
+		return fi.Wrap(fi.EINVAL, "%d iovs exceed iov_limit %d", op.N, e.iovLimit())
+	}
 	size := op.length()
 	if flags&fi.INJECT != 0 && size > e.injectSize() {
 		return fi.Wrap(fi.EMSGSIZE, "inject of %d bytes exceeds inject_size %d", size, e.injectSize())
@@ -244,6 +247,11 @@ func (e *Endpoint) completeSend(ctx unsafe.Pointer, flags uint64, wantCQ bool, e
 
 func (e *Endpoint) injectSize() uint64 { return e.Domain.Link.lim.inject }
 
+// iovLimit is the tx and rx iov_limit lnx reports: its own (MaxIov)
+// below what a network core takes (a rendezvous hands the core the
+// application's buffers as they are).
+func (e *Endpoint) iovLimit() uint64 { return e.Domain.Link.lim.iov }
+
 // route is how this endpoint reaches one fi_addr: shm for a peer on this
 // node when the link has shm, else a network core (rail chosen per peer).
 type route struct {
@@ -352,6 +360,9 @@ func (e *Endpoint) forgetAddrs(addrs []uint64) {
 // Recv posts a receive (or, with FI_PEEK/FI_CLAIM, inspects unexpected
 // messages).
 func (e *Endpoint) Recv(op *Op) error {
+	if uint64(op.N) > e.iovLimit() {
+		return fi.Wrap(fi.EINVAL, "%d iovs exceed iov_limit %d", op.N, e.iovLimit())
+	}
 	e.lock()
 	defer e.mu.Unlock()
 	e.takeQueued()

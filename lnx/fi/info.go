@@ -53,6 +53,7 @@ type DomainAttr struct {
 	MRIovLimit                           uint64
 	Caps, Mode                           uint64
 	MRCnt                                uint64
+	CntrCnt                              uint64
 }
 
 type FabricAttr struct {

@@ -75,7 +75,8 @@ func InfoFromC(p unsafe.Pointer) fi.Info {
 			EPCnt: uint64(d.ep_cnt), TxCtxCnt: uint64(d.tx_ctx_cnt), RxCtxCnt: uint64(d.rx_ctx_cnt),
 			MaxEPTxCtx: uint64(d.max_ep_tx_ctx), MaxEPRxCtx: uint64(d.max_ep_rx_ctx),
 			MaxEPStxCtx: uint64(d.max_ep_stx_ctx), MaxEPSrxCtx: uint64(d.max_ep_srx_ctx),
-			MRIovLimit: uint64(d.mr_iov_limit), Caps: uint64(d.caps), Mode: uint64(d.mode), MRCnt: uint64(d.mr_cnt)}
+			MRIovLimit: uint64(d.mr_iov_limit), Caps: uint64(d.caps), Mode: uint64(d.mode), MRCnt: uint64(d.mr_cnt),
+			CntrCnt: uint64(d.cntr_cnt)}
 	}
 	if f := ci.fabric_attr; f != nil {
 		in.HasFabric = true
@@ -139,6 +140,7 @@ func InfoToC(in *fi.Info) unsafe.Pointer {
 	d.mr_iov_limit = C.size_t(in.Domain.MRIovLimit)
 	d.caps, d.mode = C.uint64_t(in.Domain.Caps), C.uint64_t(in.Domain.Mode)
 	d.mr_cnt = C.size_t(in.Domain.MRCnt)
+	d.cntr_cnt = C.size_t(in.Domain.CntrCnt)
 	f := ci.fabric_attr
 	f.name = cStr(in.Fabric.Name)
 	if in.Fabric.ProvName != "" {
