@@ -790,6 +790,8 @@ void lnx_init_ep(struct lnx_ep *e, lnx_handle h, void *context)
 	e->ep.msg = &ep_msg_ops;
 	e->ep.tagged = &ep_tagged_ops;
 	e->ep.rma = &ep_rma_ops;
+	e->ep.atomic = &lnx_ep_atomic_ops;	   /* nosys.c */
+	e->ep.collective = &lnx_ep_collective_ops; /* nosys.c */
 	e->h = h;
 }
 

@@ -106,7 +106,7 @@ const defaultUnexpMax = 64 << 20
 // OpenEndpoint opens an endpoint and its core endpoints.
 func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	if info.HasEP && info.EP.Type != fi.EP_RDM && info.EP.Type != fi.EP_UNSPEC {
-		return nil, fi.Wrap(fi.EINVAL, "lnx endpoints are FI_EP_RDM")
+		return nil, fi.Wrap(fi.EOPNOTSUPP, "endpoint type %d: lnx endpoints are FI_EP_RDM", info.EP.Type)
 	}
 	e := &Endpoint{Domain: d, Info: info, cntrs: map[uint64]*Cntr{},
 		node: NodeID(), routes: map[uint64]*route{}, sends: map[uint64]*sendCtx{},

@@ -113,6 +113,9 @@ func (e *Endpoint) Send(op *Op) error {
 	if !op.Explicit {
 		flags = e.txFlags
 	}
+	if flags&fi.TRIGGER != 0 {
+		return fi.Wrap(fi.EOPNOTSUPP, "triggered operations are not supported")
+	}
 	if op.HasData {
 		flags |= fi.REMOTE_CQ_DATA
 	}
@@ -360,6 +363,9 @@ func (e *Endpoint) forgetAddrs(addrs []uint64) {
 // Recv posts a receive (or, with FI_PEEK/FI_CLAIM, inspects unexpected
 // messages).
 func (e *Endpoint) Recv(op *Op) error {
+	if op.Explicit && op.Flags&fi.TRIGGER != 0 {
+		return fi.Wrap(fi.EOPNOTSUPP, "triggered operations are not supported")
+	}
 	if uint64(op.N) > e.iovLimit() {
 		return fi.Wrap(fi.EINVAL, "%d iovs exceed iov_limit %d", op.N, e.iovLimit())
 	}
