@@ -50,18 +50,24 @@ func lnx_go_getinfo(version C.uint32_t, node, service *C.char, flags C.uint64_t,
 	hints *C.struct_fi_info, info **C.struct_fi_info) (ret C.int) {
 	defer recoverTo(&ret, "getinfo")
 	storeCPtr((*unsafe.Pointer)(unsafe.Pointer(info)), nil)
-	if node != nil || service != nil {
-		// lnx addresses are opaque blobs exchanged out of band; there is
-		// no node/service to resolve.
-		logging.Infof(logging.Core, "getinfo: node/service arguments are not supported")
-		return -C.FI_ENODATA
-	}
 	var h *fi.Info
 	if hints != nil {
 		hi := ofi.InfoFromC(unsafe.Pointer(hints))
 		h = &hi
 	}
-	infos, err := lnx.GetInfo(uint32(version), h)
+	var ns *lnx.NodeService
+	if node != nil || service != nil {
+		// Resolved into src_addr (FI_SOURCE) or dest_addr, in lnx's
+		// address format (lnx.Link.nodeService).
+		ns = &lnx.NodeService{Source: flags&C.FI_SOURCE != 0}
+		if node != nil {
+			ns.Node = C.GoString(node)
+		}
+		if service != nil {
+			ns.Service = C.GoString(service)
+		}
+	}
+	infos, err := lnx.GetInfoAt(uint32(version), h, ns)
 	if err != nil {
 		return code("getinfo", err)
 	}

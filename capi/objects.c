@@ -42,7 +42,14 @@ static int ep_close(struct fid *fid)
 		lnx_free_ep(e);
 	return ret;
 }
-static int av_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_av, fid)); }
+static int av_close(struct fid *fid)
+{
+	struct lnx_eq *q = ((struct lnx_av *)(void *)fid)->eq;
+	int ret = lnx_close_common(fid, LNX_H(lnx_av, fid));
+	if (ret == 0 && q)
+		lnx_eq_ref(q, -1);
+	return ret;
+}
 static int cq_close(struct fid *fid)
 {
 	struct lnx_cq *c = (struct lnx_cq *)(void *)fid;
@@ -79,7 +86,6 @@ static int fabric_domain2(struct fid_fabric *fabric, struct fi_info *info,
 }
 
 static int fabric_pep(struct fid_fabric *f, struct fi_info *i, struct fid_pep **p, void *c) { return -FI_ENOSYS; }
-static int fabric_eq(struct fid_fabric *f, struct fi_eq_attr *a, struct fid_eq **e, void *c) { return -FI_ENOSYS; }
 static int fabric_wait(struct fid_fabric *f, struct fi_wait_attr *a, struct fid_wait **w) { return -FI_ENOSYS; }
 static int fabric_trywait(struct fid_fabric *f, struct fid **fids, int count) { return 0; }
 
@@ -89,7 +95,7 @@ static struct fi_ops fabric_fi_ops = {
 };
 static struct fi_ops_fabric fabric_ops = {
 	.size = sizeof(struct fi_ops_fabric), .domain = fabric_domain, .passive_ep = fabric_pep,
-	.eq_open = fabric_eq, .wait_open = fabric_wait, .trywait = fabric_trywait,
+	.eq_open = lnx_eq_open, .wait_open = fabric_wait, .trywait = fabric_trywait,
 	.domain2 = fabric_domain2,
 };
 
@@ -113,6 +119,16 @@ static int domain_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 			  struct fid_av **av, void *context)
 {
 	lnx_handle h = 0;
+	struct fi_av_attr a;
+	int event = 0;
+	if (attr && (attr->flags & FI_EVENT)) {
+		/* Asynchronous inserts are C's business (av_insert): Go
+		 * opens a plain AV. */
+		a = *attr;
+		a.flags &= ~(uint64_t)FI_EVENT;
+		attr = &a;
+		event = 1;
+	}
 	int ret = lnx_go_av_open(LNX_H(lnx_domain, domain), attr, &h);
 	if (ret)
 		return ret;
@@ -121,6 +137,7 @@ static int domain_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 		lnx_go_close(h);
 		return -FI_ENOMEM;
 	}
+	((struct lnx_av *)(void *)*av)->event = event;
 	return 0;
 }
 
@@ -333,6 +350,10 @@ lnx_handle lnx_handle_of(struct fid *fid, int *kind)
 static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	int kind;
+	if (lnx_eq_of(bfid))
+		/* RDM endpoints have no connection events: binding an EQ is
+		 * allowed and changes nothing. */
+		return flags ? -FI_EBADFLAGS : 0;
 	lnx_handle bh = lnx_handle_of(bfid, &kind);
 	if (!bh)
 		return -FI_EINVAL;
@@ -769,15 +790,51 @@ void lnx_init_ep(struct lnx_ep *e, lnx_handle h, void *context)
 	e->ep.msg = &ep_msg_ops;
 	e->ep.tagged = &ep_tagged_ops;
 	e->ep.rma = &ep_rma_ops;
+	e->ep.atomic = &lnx_ep_atomic_ops;	   /* nosys.c */
+	e->ep.collective = &lnx_ep_collective_ops; /* nosys.c */
 	e->h = h;
 }
 
 /* ---- address vector ----------------------------------------------------- */
 
+/*
+ * With an EQ bound (fi_av_bind), inserts are asynchronous as fi_av(3)
+ * describes: the call returns 0 and the EQ gets an error entry (data: the
+ * index) for each address that failed, then one FI_AV_COMPLETE event whose
+ * data is the number inserted and whose context is the call's. lnx inserts
+ * at once, so the events are queued before the call returns.
+ */
 static int av_insert(struct fid_av *av, const void *addr, size_t count,
 		     fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
-	return lnx_go_av_insert(LNX_H(lnx_av, av), (void *)addr, count, fi_addr, flags);
+	struct lnx_av *a = (struct lnx_av *)(void *)av;
+	if (!a->eq) {
+		if (a->event)
+			return -FI_ENOEQ;
+		return lnx_go_av_insert(a->h, (void *)addr, count, fi_addr, flags);
+	}
+	int ret = lnx_go_av_insert(a->h, (void *)addr, count, fi_addr, flags);
+	if (ret < 0)
+		return ret; /* the call itself was wrong: no events */
+	if (fi_addr)
+		for (size_t i = 0; i < count; i++)
+			if (fi_addr[i] == FI_ADDR_NOTAVAIL)
+				lnx_eq_post(a->eq, FI_AV_COMPLETE, NULL, 0, FI_EINVAL, &av->fid, context, i);
+	struct fi_eq_entry ev = { .fid = &av->fid, .context = context, .data = (uint64_t)ret };
+	return lnx_eq_post(a->eq, FI_AV_COMPLETE, &ev, sizeof(ev), 0, NULL, NULL, 0);
+}
+
+static int av_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct lnx_av *a = (struct lnx_av *)(void *)fid;
+	struct lnx_eq *q = lnx_eq_of(bfid);
+	if (!q || flags)
+		return q ? -FI_EBADFLAGS : -FI_EINVAL;
+	if (a->eq)
+		return -FI_EALREADY;
+	lnx_eq_ref(q, 1);
+	a->eq = q;
+	return 0;
 }
 static int av_insertsvc(struct fid_av *av, const char *node, const char *service,
 			fi_addr_t *fi_addr, uint64_t flags, void *context) { return -FI_ENOSYS; }
@@ -803,7 +860,7 @@ static const char *av_straddr(struct fid_av *av, const void *addr, char *buf, si
 static int av_set_nosys(struct fid_av *av, struct fi_av_set_attr *attr, struct fid_av_set **s, void *c) { return -FI_ENOSYS; }
 
 static struct fi_ops av_fi_ops = {
-	.size = sizeof(struct fi_ops), .close = av_close, .bind = nosys_bind,
+	.size = sizeof(struct fi_ops), .close = av_close, .bind = av_bind,
 	.control = nosys_control, .ops_open = nosys_ops_open, .ops_set = nosys_ops_set,
 };
 static struct fi_ops_av av_ops = {

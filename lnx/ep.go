@@ -106,7 +106,7 @@ type Endpoint struct {
 // OpenEndpoint opens an endpoint and its core endpoints.
 func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	if info.HasEP && info.EP.Type != fi.EP_RDM && info.EP.Type != fi.EP_UNSPEC {
-		return nil, fi.Wrap(fi.EINVAL, "lnx endpoints are FI_EP_RDM")
+		return nil, fi.Wrap(fi.EOPNOTSUPP, "endpoint type %d: lnx endpoints are FI_EP_RDM", info.EP.Type)
 	}
 	e := &Endpoint{Domain: d, Info: info, cntrs: map[uint64]*Cntr{},
 		node: NodeID(d.cfg), routes: map[uint64]*route{}, sends: map[uint64]*sendCtx{},
@@ -133,11 +133,20 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 		e.shm = se
 	}
 	e.rails, e.seqs = d.cfg.Rails, map[uint64]*seqState{}
-	for _, c := range d.cores {
+	src, err := d.srcNames(info)
+	if err != nil {
+		e.closeCores()
+		return nil, err
+	}
+	for i, c := range d.cores {
+		var srcName []byte
+		if i < len(src) {
+			srcName = src[i]
+		}
 		// On the domain lnx opened. 1.17 rxm never reports a dead peer:
 		// the transport probes and gives up after the peer timeout.
 		t, err := c.dom.OpenTransport(ofi.Config{PeerTimeout: d.cfg.PeerTimeout,
-			Credits: d.cfg.NetCredits, NoRead: !d.cfg.NetRead})
+			Credits: d.cfg.NetCredits, NoRead: !d.cfg.NetRead, SrcName: srcName})
 		if err != nil {
 			e.closeCores()
 			return nil, err

@@ -65,7 +65,8 @@ func (l *coreLimits) meet(o coreLimits) {
 	l.cqData = min(l.cqData, o.cqData)
 	l.msgOrder &= o.msgOrder
 	l.mrKeySize = min(l.mrKeySize, o.mrKeySize)
-	l.mrIov = min(l.mrIov, o.mrIov)
+	// Not mrIov: lnx registers one host range per MR with each core
+	// (mr.go), so a core's own mr_iov_limit does not bound lnx's.
 }
 
 func limitsOf(in *fi.Info) coreLimits {
@@ -90,6 +91,9 @@ type CoreChoice struct {
 	// ProvName is the core's name for itself (fabric_attr->prov_name of
 	// the fi_info chosen): "tcp;ofi_rxm" where the link says "tcp".
 	ProvName string
+	// SrcName is the core's src_addr in that fi_info (its interface's
+	// address, port 0), or nil.
+	SrcName []byte
 }
 
 // ProvName spells the link's cores the way libfabric 2.x's built-in lnx
@@ -188,7 +192,8 @@ func resolve(version uint32, g links.Group, cfg *config.Config) (*Link, error) {
 			list.Prefer(cfg.NetAddrFormat)
 			ci := list.Infos[0]
 			l.lim.meet(limitsOf(&ci.Info))
-			l.Cores = append(l.Cores, CoreChoice{Prov: m.Prov, Domain: ci.Domain.Name, ProvName: ci.Provider()})
+			l.Cores = append(l.Cores, CoreChoice{Prov: m.Prov, Domain: ci.Domain.Name, ProvName: ci.Provider(),
+				SrcName: ci.SrcAddr})
 			list.Free()
 		}
 	}
@@ -236,8 +241,9 @@ func (l *Link) Info(version uint32) fi.Info {
 		Domain: fi.DomainAttr{Name: l.Name(), Threading: fi.THREAD_SAFE, ControlProgress: fi.PROGRESS_AUTO,
 			DataProg: fi.PROGRESS_MANUAL, ResourceMgmt: fi.RM_ENABLED, AVType: fi.AV_UNSPEC,
 			MRKeySize: l.lim.mrKeySize, CQDataSize: l.lim.cqData, CQCnt: 1024, EPCnt: 1024,
-			TxCtxCnt: 1024, RxCtxCnt: 1024, MaxEPTxCtx: 1, MaxEPRxCtx: 1, MRIovLimit: l.lim.mrIov,
-			Caps: fi.LOCAL_COMM | fi.REMOTE_COMM, MRCnt: 1 << 16},
+			TxCtxCnt: 1024, RxCtxCnt: 1024, MaxEPTxCtx: 1, MaxEPRxCtx: 1, MRIovLimit: MaxIov,
+			CntrCnt: 1024,
+			Caps:    fi.LOCAL_COMM | fi.REMOTE_COMM, MRCnt: 1 << 16},
 		Fabric: fi.FabricAttr{Name: FabricName, APIVersion: version},
 	}
 	return in
@@ -246,11 +252,18 @@ func (l *Link) Info(version uint32) fi.Info {
 // GetInfo answers lnx's fi_getinfo: one fi_info per usable link that
 // satisfies the hints.
 func GetInfo(version uint32, hints *fi.Info) ([]fi.Info, error) {
+	return GetInfoAt(version, hints, nil)
+}
+
+// GetInfoAt is GetInfo with fi_getinfo's node, service and FI_SOURCE
+// (ns nil: neither node nor service given); see Link.nodeService.
+func GetInfoAt(version uint32, hints *fi.Info, ns *NodeService) ([]fi.Info, error) {
 	if hints != nil && hints.HasEP && hints.EP.Type != fi.EP_UNSPEC && hints.EP.Type != fi.EP_RDM {
 		// ofi_rxm and other utilities probe every core with FI_EP_MSG.
 		return nil, fi.Wrap(fi.ENODATA, "lnx offers FI_EP_RDM only")
 	}
-	ls, err := Links(version, loadSettings())
+	cfg := loadSettings()
+	ls, err := Links(version, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -261,6 +274,12 @@ func GetInfo(version uint32, hints *fi.Info) ([]fi.Info, error) {
 		if hints != nil {
 			if why := applyHints(&in, hints, version); why != "" {
 				reasons = append(reasons, fmt.Sprintf("%s: %s", in.Domain.Name, why))
+				continue
+			}
+		}
+		if ns != nil {
+			if err := l.nodeService(&in, ns, cfg); err != nil {
+				reasons = append(reasons, fmt.Sprintf("%s: %v", in.Domain.Name, err))
 				continue
 			}
 		}
@@ -314,9 +333,15 @@ func applyHints(in *fi.Info, h *fi.Info, version uint32) string {
 		return fmt.Sprintf("addr_format %d not supported (lnx addresses are opaque)", h.AddrFormat)
 	}
 	if h.HasSrcAddr || h.SrcAddrLen != 0 {
-		// lnx makes its address from its cores' when an endpoint opens;
-		// it cannot take one chosen by the caller.
-		return fmt.Sprintf("src_addr (%d bytes) not supported: lnx chooses its own address", h.SrcAddrLen)
+		// Only an lnx address, such as fi_getinfo with FI_SOURCE and a
+		// service made: it says where the network core binds.
+		if !h.HasSrcAddr || h.SrcAddrLen != AddrLen || len(h.SrcAddr) != AddrLen {
+			return fmt.Sprintf("src_addr of %d bytes is not an lnx address (%d bytes)", h.SrcAddrLen, AddrLen)
+		}
+		if _, err := DecodeAddr(h.SrcAddr); err != nil {
+			return fmt.Sprintf("src_addr: %v", err)
+		}
+		in.SrcAddr = append([]byte(nil), h.SrcAddr...)
 	}
 	if h.HasDestAddr || h.DestAddrLen != 0 {
 		if !h.HasDestAddr || h.DestAddrLen != AddrLen || len(h.DestAddr) != AddrLen {

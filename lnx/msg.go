@@ -115,11 +115,17 @@ func (e *Endpoint) Send(op *Op) error {
 	if !op.Explicit {
 		flags = e.txFlags
 	}
+	if flags&fi.TRIGGER != 0 {
+		return fi.Wrap(fi.EOPNOTSUPP, "triggered operations are not supported")
+	}
 	if op.HasData {
 		flags |= fi.REMOTE_CQ_DATA
 	}
 	if op.Inject {
 		flags |= fi.INJECT
+	}
+	if uint64(op.N) > e.iovLimit() {
+		return fi.Wrap(fi.EINVAL, "%d iovs exceed iov_limit %d", op.N, e.iovLimit())
 	}
 	size := op.length()
 	if flags&fi.INJECT != 0 && size > e.injectSize() {
@@ -246,6 +252,11 @@ func (e *Endpoint) completeSend(ctx unsafe.Pointer, flags uint64, wantCQ bool, e
 
 func (e *Endpoint) injectSize() uint64 { return e.Domain.Link.lim.inject }
 
+// iovLimit is the tx and rx iov_limit lnx reports: its own (MaxIov)
+// below what a network core takes (a rendezvous hands the core the
+// application's buffers as they are).
+func (e *Endpoint) iovLimit() uint64 { return e.Domain.Link.lim.iov }
+
 // route is how this endpoint reaches one fi_addr: shm for a peer on this
 // node when the link has shm, else a network core (rail chosen per peer).
 type route struct {
@@ -260,6 +271,22 @@ type route struct {
 	seq   uint16
 }
 
+// reachedOverNet says whether a peer already talks to us over a network
+// core (it introduced itself there): a peer that knows us only by a
+// network address (fi_getinfo's node/service) would not recognise us
+// over shm, so a peer on this node that came that way is answered there.
+func (e *Endpoint) reachedOverNet(a *Addr) bool {
+	for i, raw := range netAddrsOf(a) {
+		if i >= len(e.nets) {
+			break
+		}
+		if id, err := ofi.AddrID(raw); err == nil && e.nets[i].Knows(id) {
+			return true
+		}
+	}
+	return false
+}
+
 // route returns (connecting on first use) the route to fi_addr.
 func (e *Endpoint) route(addr uint64) (*route, error) {
 	if rt, ok := e.routes[addr]; ok {
@@ -269,7 +296,7 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 	if ent == nil {
 		return nil, fi.Wrap(fi.EINVAL, "fi_addr %d is not in the AV", addr)
 	}
-	if raw, ok := shmAddrOf(ent.addr); ok && e.shm != nil && ent.addr.Node == e.node {
+	if raw, ok := shmAddrOf(ent.addr); ok && e.shm != nil && ent.addr.Node == e.node && !e.reachedOverNet(ent.addr) {
 		p, err := e.shm.Connect(raw)
 		if err == nil {
 			rt := &route{kind: kindShm, shm: p}
@@ -399,6 +426,12 @@ func (e *Endpoint) shmPeerPending(p *shm.Peer) bool {
 // Recv posts a receive (or, with FI_PEEK/FI_CLAIM, inspects unexpected
 // messages).
 func (e *Endpoint) Recv(op *Op) error {
+	if op.Explicit && op.Flags&fi.TRIGGER != 0 {
+		return fi.Wrap(fi.EOPNOTSUPP, "triggered operations are not supported")
+	}
+	if uint64(op.N) > e.iovLimit() {
+		return fi.Wrap(fi.EINVAL, "%d iovs exceed iov_limit %d", op.N, e.iovLimit())
+	}
 	e.lock()
 	defer e.mu.Unlock()
 	e.takeQueued()

@@ -26,7 +26,10 @@ struct lnx_fabric { struct fid_fabric fab; lnx_handle h; };
 struct lnx_domain { struct fid_domain dom; lnx_handle h; };
 struct lnx_fast;
 struct lnx_ep     { struct fid_ep ep; lnx_handle h; struct lnx_fast *fast; };
-struct lnx_av     { struct fid_av av; lnx_handle h; };
+struct lnx_eq;
+/* eq: the EQ bound with fi_av_bind (inserts then complete through it);
+ * event: opened with FI_EVENT (inserts need a bound EQ). */
+struct lnx_av     { struct fid_av av; lnx_handle h; struct lnx_eq *eq; int event; };
 /*
  * A CQ's gate (lnx/gate.go, whose gateMem mirrors it): lets fi_cq_read
  * answer an idle poll in C. Go publishes the shm words whose change means
@@ -194,6 +197,15 @@ struct lnx_ep *lnx_alloc_ep(void);
 void lnx_init_ep(struct lnx_ep *e, lnx_handle h, void *context);
 void lnx_free_ep(struct lnx_ep *e);
 struct fid_av *lnx_new_av(lnx_handle h, void *context);
+/* Atomic and collective ops answering -FI_ENOSYS (nosys.c). */
+extern struct fi_ops_atomic lnx_ep_atomic_ops;
+extern struct fi_ops_collective lnx_ep_collective_ops;
+/* Event queues (eq.c), C only. */
+int lnx_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq, void *context);
+struct lnx_eq *lnx_eq_of(struct fid *fid);
+void lnx_eq_ref(struct lnx_eq *q, int d);
+int lnx_eq_post(struct lnx_eq *q, uint32_t event, const void *buf, size_t len, int err,
+		struct fid *fid, void *context, uint64_t data);
 struct lnx_cq *lnx_alloc_cq(void);
 void lnx_free_cq(struct lnx_cq *c);
 void lnx_init_cq(struct lnx_cq *c, lnx_handle h, void *context);

@@ -11,18 +11,18 @@ type Info struct {
 	HasDomain  bool
 	HasFabric  bool
 	// Addresses in hints: SrcAddrLen and DestAddrLen as the caller gave
-	// them (HasSrcAddr/HasDestAddr: the pointer was non-NULL); DestAddr
-	// holds the bytes when the length is one an lnx address can have.
-	HasSrcAddr  bool
-	SrcAddrLen  uint64
-	HasDestAddr bool
-	DestAddrLen uint64
-	DestAddr    []byte
-	Tx          TxAttr
-	Rx          RxAttr
-	EP          EPAttr
-	Domain      DomainAttr
-	Fabric      FabricAttr
+	// them (HasSrcAddr/HasDestAddr: the pointer was non-NULL). SrcAddr and
+	// DestAddr hold the bytes (nil: none, or a length no address has).
+	HasSrcAddr        bool
+	SrcAddrLen        uint64
+	HasDestAddr       bool
+	DestAddrLen       uint64
+	SrcAddr, DestAddr []byte
+	Tx                TxAttr
+	Rx                RxAttr
+	EP                EPAttr
+	Domain            DomainAttr
+	Fabric            FabricAttr
 }
 
 type TxAttr struct {
@@ -59,6 +59,7 @@ type DomainAttr struct {
 	MRIovLimit                           uint64
 	Caps, Mode                           uint64
 	MRCnt                                uint64
+	CntrCnt                              uint64
 }
 
 type FabricAttr struct {

@@ -30,7 +30,7 @@ func cStr(s string) *C.char {
 	return C.CString(s)
 }
 
-// maxHintAddr bounds the dest_addr bytes InfoFromC reads from hints: no
+// maxHintAddr bounds the src_addr and dest_addr bytes InfoFromC reads from hints: no
 // address of lnx or of a core is longer, and a nonsense length must not
 // make it read far past the caller's buffer.
 const maxHintAddr = 4096
@@ -47,6 +47,9 @@ func InfoFromC(p unsafe.Pointer) fi.Info {
 	in.AddrFormat = uint32(ci.addr_format)
 	in.HasSrcAddr, in.SrcAddrLen = ci.src_addr != nil, uint64(ci.src_addrlen)
 	in.HasDestAddr, in.DestAddrLen = ci.dest_addr != nil, uint64(ci.dest_addrlen)
+	if ci.src_addr != nil && ci.src_addrlen > 0 && ci.src_addrlen <= maxHintAddr {
+		in.SrcAddr = C.GoBytes(ci.src_addr, C.int(ci.src_addrlen))
+	}
 	if ci.dest_addr != nil && ci.dest_addrlen > 0 && ci.dest_addrlen <= maxHintAddr {
 		in.DestAddr = C.GoBytes(ci.dest_addr, C.int(ci.dest_addrlen))
 	}
@@ -79,7 +82,8 @@ func InfoFromC(p unsafe.Pointer) fi.Info {
 			EPCnt: uint64(d.ep_cnt), TxCtxCnt: uint64(d.tx_ctx_cnt), RxCtxCnt: uint64(d.rx_ctx_cnt),
 			MaxEPTxCtx: uint64(d.max_ep_tx_ctx), MaxEPRxCtx: uint64(d.max_ep_rx_ctx),
 			MaxEPStxCtx: uint64(d.max_ep_stx_ctx), MaxEPSrxCtx: uint64(d.max_ep_srx_ctx),
-			MRIovLimit: uint64(d.mr_iov_limit), Caps: uint64(d.caps), Mode: uint64(d.mode), MRCnt: uint64(d.mr_cnt)}
+			MRIovLimit: uint64(d.mr_iov_limit), Caps: uint64(d.caps), Mode: uint64(d.mode), MRCnt: uint64(d.mr_cnt),
+			CntrCnt: uint64(d.cntr_cnt)}
 	}
 	if f := ci.fabric_attr; f != nil {
 		in.HasFabric = true
@@ -103,6 +107,14 @@ func InfoToC(in *fi.Info) unsafe.Pointer {
 	ci.caps = C.uint64_t(in.Caps)
 	ci.mode = C.uint64_t(in.Mode)
 	ci.addr_format = C.uint32_t(in.AddrFormat)
+	if len(in.SrcAddr) > 0 {
+		ci.src_addr = C.CBytes(in.SrcAddr) // fi_freeinfo frees it
+		ci.src_addrlen = C.size_t(len(in.SrcAddr))
+	}
+	if len(in.DestAddr) > 0 {
+		ci.dest_addr = C.CBytes(in.DestAddr)
+		ci.dest_addrlen = C.size_t(len(in.DestAddr))
+	}
 	t := ci.tx_attr
 	t.caps, t.mode, t.op_flags = C.uint64_t(in.Tx.Caps), C.uint64_t(in.Tx.Mode), C.uint64_t(in.Tx.OpFlags)
 	t.msg_order, t.comp_order = C.uint64_t(in.Tx.MsgOrder), C.uint64_t(in.Tx.CompOrder)
@@ -135,6 +147,7 @@ func InfoToC(in *fi.Info) unsafe.Pointer {
 	d.mr_iov_limit = C.size_t(in.Domain.MRIovLimit)
 	d.caps, d.mode = C.uint64_t(in.Domain.Caps), C.uint64_t(in.Domain.Mode)
 	d.mr_cnt = C.size_t(in.Domain.MRCnt)
+	d.cntr_cnt = C.size_t(in.Domain.CntrCnt)
 	f := ci.fabric_attr
 	f.name = cStr(in.Fabric.Name)
 	if in.Fabric.ProvName != "" {

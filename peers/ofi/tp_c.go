@@ -96,7 +96,7 @@ static int lnx_tp_close(struct lnx_tp *t) {
 }
 
 static struct lnx_tp *lnx_tp_open(struct fid_domain *dom, struct fi_info *info, size_t nops,
-				  size_t cq_size, int *ret) {
+				  size_t cq_size, const void *src, size_t srclen, int *ret) {
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE,
 				      .size = cq_size };
@@ -115,7 +115,23 @@ static struct lnx_tp *lnx_tp_open(struct fid_domain *dom, struct fi_info *info, 
 	t->tx_size = info->tx_attr ? info->tx_attr->size : 0;
 	if ((*ret = fi_av_open(dom, &av_attr, &t->av, NULL))) goto fail;
 	if ((*ret = fi_cq_open(dom, &cq_attr, &t->cq, NULL))) goto fail;
-	if ((*ret = fi_endpoint(dom, info, &t->ep, NULL))) goto fail;
+	if (src) {
+		// Bind to src (FI_SOURCE with a service): the core's own
+		// fi_info with its src_addr replaced.
+		struct fi_info *bound = fi_dupinfo(info);
+		if (!bound) goto fail;
+		free(bound->src_addr);
+		bound->src_addr = malloc(srclen);
+		if (!bound->src_addr) {
+			fi_freeinfo(bound);
+			goto fail;
+		}
+		memcpy(bound->src_addr, src, srclen);
+		bound->src_addrlen = srclen;
+		*ret = fi_endpoint(dom, bound, &t->ep, NULL);
+		fi_freeinfo(bound);
+		if (*ret) goto fail;
+	} else if ((*ret = fi_endpoint(dom, info, &t->ep, NULL))) goto fail;
 	if ((*ret = fi_ep_bind(t->ep, &t->av->fid, 0))) goto fail;
 	if ((*ret = fi_ep_bind(t->ep, &t->cq->fid, FI_TRANSMIT | FI_RECV))) goto fail;
 	if ((*ret = fi_enable(t->ep))) goto fail;
@@ -345,9 +361,14 @@ type core struct {
 	evs []C.struct_lnx_ev // view of c.evs
 }
 
-func openCore(d *Domain, nops, cqSize int) (core, error) {
+func openCore(d *Domain, nops, cqSize int, src []byte) (core, error) {
 	var ret C.int
-	c := C.lnx_tp_open(d.dom, d.f.info, C.size_t(nops), C.size_t(cqSize), &ret)
+	var csrc unsafe.Pointer
+	if len(src) > 0 {
+		csrc = C.CBytes(src)
+		defer C.free(csrc)
+	}
+	c := C.lnx_tp_open(d.dom, d.f.info, C.size_t(nops), C.size_t(cqSize), csrc, C.size_t(len(src)), &ret)
 	if c == nil {
 		if ret == 0 {
 			ret = -C.FI_ENOMEM

@@ -41,6 +41,12 @@ type Config struct {
 	// DefaultProv; an empty Domain takes the first one the core offers.
 	Prov, Domain string
 
+	// SrcName, if set, is the core address (a struct sockaddr) to bind the
+	// core endpoint to: fi_getinfo's FI_SOURCE with a service. The
+	// transport's id is then NameID of the address it got, so that
+	// NamedAddr of that address names it.
+	SrcName []byte
+
 	// AddrFormat, if not 0, prefers the core's fi_info with this address
 	// format (AddrFormatInet6 for IPv6 on a dual-stack interface); Open
 	// only.
@@ -449,7 +455,7 @@ func (d *Domain) OpenTransport(cfg Config) (*Transport, error) {
 }
 
 func newTransport(d *Domain, cfg Config) (*Transport, error) {
-	k, err := openCore(d, cfg.MaxOps, cfg.MaxOps+cfg.RecvPool)
+	k, err := openCore(d, cfg.MaxOps, cfg.MaxOps+cfg.RecvPool, cfg.SrcName)
 	if err != nil {
 		return nil, err
 	}
@@ -480,6 +486,9 @@ func newTransport(d *Domain, cfg Config) (*Transport, error) {
 		peers:    make(map[uint64]*Peer),
 		t0:       time.Now(),
 		nextTag:  1,
+	}
+	if cfg.SrcName != nil {
+		t.id = NameID(name)
 	}
 	for t.id == 0 {
 		var b [8]byte
@@ -557,6 +566,13 @@ func (t *Transport) Stats() Stats {
 		s.CoreReads = t.k.reads()
 	}
 	return s
+}
+
+// Knows says whether the transport has a peer with this id: one it
+// connected to, or one that introduced itself (HELLO) by sending to us.
+func (t *Transport) Knows(id uint64) bool {
+	_, ok := t.peers[id]
+	return ok
 }
 
 // Connect validates addr (another transport's Addr) and inserts its core

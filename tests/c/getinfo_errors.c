@@ -18,7 +18,7 @@
  *  - unsatisfiable hints (FI_RMA, FI_ATOMIC, FI_EP_MSG, FI_SOCKADDR_IN,
  *    inject_size 1<<30, unknown domain name, fabric "bogus", ...) -> -FI_ENODATA
  *  - nonsense hints (threading 99, av_type 55, resource_mgmt 77, every
- *    op_flags bit on tx or rx, src_addr of any kind, dest_addr of the wrong
+ *    op_flags bit on tx or rx, src_addr or dest_addr of the wrong
  *    length, random bytes, a NULL pointer with a length, a huge length) ->
  *    -FI_ENODATA or -FI_EINVAL, never success or a crash
  *  - after every failure a normal fi_getinfo still succeeds
