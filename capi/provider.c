@@ -103,6 +103,9 @@ static void lnx_define_params(void)
 		"Bytes of unexpected messages buffered per endpoint before senders are held back.");
 	fi_param_define(&lnx_prov, "peer_timeout", FI_PARAM_STRING,
 		"How long a silent network peer is probed before its operations fail (Go duration, default 10s).");
+	fi_param_define(&lnx_prov, "wait_sleep_max", FI_PARAM_STRING,
+		"Longest sleep between two progress polls of a blocked wait (fi_cq_sread, fi_cntr_wait, "
+		"fi_wait, an FI_GETWAIT fd after fi_trywait); Go duration, default 1ms.");
 	fi_param_define(&lnx_prov, "net_credits", FI_PARAM_INT,
 		"Messages a sender may have in flight to one network receiver before it waits for "
 		"credits (1-255, default 64; 0 turns flow control off).");
