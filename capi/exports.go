@@ -276,11 +276,37 @@ func lnx_go_ep_getname(eh C.lnx_handle, addr unsafe.Pointer, addrlen *C.size_t) 
 //export lnx_go_ep_getopt
 func lnx_go_ep_getopt(eh C.lnx_handle, level, optname C.int, optval unsafe.Pointer, optlen *C.size_t) (ret C.int) {
 	defer recoverTo(&ret, "fi_getopt")
-	return -C.FI_ENOPROTOOPT
+	if level != C.FI_OPT_ENDPOINT || optname != C.FI_OPT_MIN_MULTI_RECV {
+		return -C.FI_ENOPROTOOPT
+	}
+	e, err := object[*lnx.Endpoint](eh)
+	if err != nil {
+		return code("fi_getopt", err)
+	}
+	if optval == nil || optlen == nil || *optlen < C.size_t(unsafe.Sizeof(C.size_t(0))) {
+		return -C.FI_ETOOSMALL
+	}
+	var v uint64
+	e.MinMultiRecv(&v, false)
+	*(*C.size_t)(optval) = C.size_t(v)
+	*optlen = C.size_t(unsafe.Sizeof(C.size_t(0)))
+	return 0
 }
 
 //export lnx_go_ep_setopt
 func lnx_go_ep_setopt(eh C.lnx_handle, level, optname C.int, optval unsafe.Pointer, optlen C.size_t) (ret C.int) {
 	defer recoverTo(&ret, "fi_setopt")
-	return -C.FI_ENOPROTOOPT
+	if level != C.FI_OPT_ENDPOINT || optname != C.FI_OPT_MIN_MULTI_RECV {
+		return -C.FI_ENOPROTOOPT
+	}
+	e, err := object[*lnx.Endpoint](eh)
+	if err != nil {
+		return code("fi_setopt", err)
+	}
+	if optval == nil || optlen != C.size_t(unsafe.Sizeof(C.size_t(0))) {
+		return -C.FI_EINVAL
+	}
+	v := uint64(*(*C.size_t)(optval))
+	e.MinMultiRecv(&v, true)
+	return 0
 }

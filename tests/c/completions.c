@@ -21,6 +21,13 @@
  *                 (fi_cntr_wait -FI_EAVAIL, fi_cntr_readerr) and its
  *                 FI_ETRUNC entry is the CQ's only entry; a good message
  *                 after it counts as a success and writes nothing
+ *  multi_recv     FI_MULTI_RECV (asked for in the hints, so reported in
+ *                 caps): one fi_recvmsg buffer takes messages sent before
+ *                 and after it was posted, each completion pointing at its
+ *                 place in the buffer with its length and data; the one
+ *                 that leaves less than FI_OPT_MIN_MULTI_RECV (set and read
+ *                 back with fi_setopt/fi_getopt) carries FI_MULTI_RECV, and
+ *                 the next message goes to a receive posted after the buffer
  */
 #include "common.h"
 #include "wep.h"
@@ -330,11 +337,104 @@ static void errors_only_b(struct peer *p, void *arg)
 	wep_close(&w);
 }
 
+/* ---- FI_MULTI_RECV ------------------------------------------------------------------- */
+
+#define MBUF 1024
+#define MMIN 128
+/* Messages 0..4 fill the buffer to 960 bytes: 64 left, under MMIN, so 4
+ * releases it; 5 goes to the plain receive posted after it. Lengths are
+ * distinct: they tell the completions apart. */
+static const size_t k_msz[] = { 100, 200, 300, 250, 110, 60 };
+#define NMULTI (sizeof(k_msz) / sizeof(k_msz[0]))
+
+static void multi_a(struct peer *p, void *arg)
+{
+	EXPECT(p->l.info->caps & FI_MULTI_RECV, "caps %#llx lack FI_MULTI_RECV",
+	       (unsigned long long)p->l.info->caps);
+	struct wep w = { .txcq = open_cq(p, FI_WAIT_NONE, NULL), .rxcq = open_cq(p, FI_WAIT_NONE, NULL) };
+	wep_open(p, &w);
+	uint8_t *b = xmalloc(NMULTI * 512);
+	struct fi_cq_tagged_entry e;
+	for (size_t i = 0; i < NMULTI; i++) {
+		if (i == 2)
+			sync_peer(p); /* 0 and 1 went before the buffer was posted */
+		fill_pattern(b + i * 512, k_msz[i], 500 + i);
+		RETRY(fi_send(w.ep, b + i * 512, k_msz[i], NULL, w.peer, NULL));
+		one(w.txcq, &e, "send");
+	}
+	sync_peer(p);
+	free(b);
+	barrier_quiet(p);
+	wep_close(&w);
+}
+
+static void multi_b(struct peer *p, void *arg)
+{
+	struct wep w = { .txcq = open_cq(p, FI_WAIT_NONE, NULL), .rxcq = open_cq(p, FI_WAIT_NONE, NULL) };
+	wep_open(p, &w);
+	size_t v = MMIN, len = sizeof(v);
+	CHECK(fi_setopt(&w.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &v, sizeof(v)));
+	v = 0;
+	CHECK(fi_getopt(&w.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &v, &len));
+	EXPECT(v == MMIN && len == sizeof(v), "FI_OPT_MIN_MULTI_RECV reads back %zu (len %zu)", v, len);
+	uint8_t *mb = xmalloc(MBUF), *pb = xmalloc(512);
+	memset(mb, 0, MBUF);
+	memset(pb, 0, 512);
+	struct fi_context2 mctx, pctx;
+	struct iovec iov = { .iov_base = mb, .iov_len = MBUF };
+	struct fi_msg m = { .msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .context = &mctx };
+	/* Tagged multi-receive is not offered. */
+	struct fi_msg_tagged tm = { .msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .context = &mctx };
+	CHECK_FAILS(fi_trecvmsg(w.ep, &tm, FI_MULTI_RECV));
+	/* Messages 0 and 1 are on their way; progress this endpoint meanwhile
+	 * (a tcp connection needs both sides). */
+	struct fid_cq *hcq = p->l.cq;
+	p->l.cq = w.rxcq;
+	sync_peer(p);
+	p->l.cq = hcq;
+	CHECK(fi_recvmsg(w.ep, &m, FI_MULTI_RECV));
+	CHECK(fi_recv(w.ep, pb, 512, NULL, FI_ADDR_UNSPEC, &pctx));
+	/* Completions of the buffer and of the plain receive may interleave:
+	 * each is identified by its (distinct) length. */
+	int seen[NMULTI] = { 0 };
+	for (size_t n = 0; n < NMULTI; n++) {
+		struct fi_cq_tagged_entry e;
+		one(w.rxcq, &e, "receive");
+		size_t i = 0, off = 0;
+		while (i < NMULTI && k_msz[i] != e.len)
+			off += k_msz[i++];
+		EXPECT(i < NMULTI && !seen[i]++, "a completion of %zu bytes", e.len);
+		int last = i == 4;
+		if (i < 5) {
+			check_entry(&e, &mctx, FI_RECV | FI_MSG | (last ? FI_MULTI_RECV : 0), k_msz[i], "multi-receive");
+			EXPECT((uint8_t *)e.buf == mb + off, "message %zu at %p, want buffer + %zu (%p)", i, e.buf, off,
+			       (void *)(mb + off));
+			EXPECT_PATTERN(mb + off, k_msz[i], 500 + i);
+		} else {
+			check_entry(&e, &pctx, FI_RECV | FI_MSG, k_msz[i], "the receive after the buffer");
+			EXPECT(e.buf == pb, "buf %p, want %p", e.buf, (void *)pb);
+			EXPECT_PATTERN(pb, k_msz[i], 500 + i);
+		}
+	}
+	for (size_t k = 960; k < MBUF; k++)
+		EXPECT(mb[k] == 0, "byte %zu past the messages written", k);
+	struct fi_cq_tagged_entry e;
+	CHECK_RC(fi_cq_read(w.rxcq, &e, 1), -FI_EAGAIN);
+	sync_peer(p);
+	free(mb);
+	free(pb);
+	barrier_quiet(p);
+	wep_close(&w);
+}
+
 static const struct subtest cases[] = {
 	CASE("separate_cqs", separate, separate),
 	CASE("selective", selective_a, selective_b),
 	CASE("cntr_pingpong", cntr_pingpong, cntr_pingpong),
 	CASE("errors_only", errors_only_a, errors_only_b),
+	{ .name = "multi_recv", .a = multi_a, .b = multi_b,
+	  .opt_caps = FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM |
+		      FI_REMOTE_COMM | FI_MULTI_RECV },
 };
 
 int main(int argc, char **argv)
