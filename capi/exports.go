@@ -157,7 +157,7 @@ func lnx_go_av_open(dh C.lnx_handle, attr *C.struct_fi_av_attr, h *C.lnx_handle)
 }
 
 //export lnx_go_cq_open
-func lnx_go_cq_open(dh C.lnx_handle, attr *C.struct_fi_cq_attr, gate *C.struct_lnx_gate, h *C.lnx_handle) (ret C.int) {
+func lnx_go_cq_open(dh C.lnx_handle, attr *C.struct_fi_cq_attr, gate *C.struct_lnx_gate, cring *C.struct_lnx_cring, h *C.lnx_handle) (ret C.int) {
 	defer recoverTo(&ret, "fi_cq_open")
 	d, err := object[*lnx.Domain](dh)
 	if err != nil {
@@ -166,12 +166,16 @@ func lnx_go_cq_open(dh C.lnx_handle, attr *C.struct_fi_cq_attr, gate *C.struct_l
 	var a lnx.CQAttr
 	if attr != nil {
 		a = lnx.CQAttr{Size: uint64(attr.size), Format: int(attr.format), WaitObj: int(attr.wait_obj)}
+		if a.WaitSet, err = waitSetOf(attr.wait_obj, attr.wait_set); err != nil {
+			return code("fi_cq_open", err)
+		}
 	}
 	cq, err := d.OpenCQ(a)
 	if err != nil {
 		return code("fi_cq_open", err)
 	}
 	cq.SetGate(unsafe.Pointer(gate))
+	cq.SetCRing(unsafe.Pointer(cring))
 	return register(cq, h)
 }
 
@@ -182,10 +186,17 @@ func lnx_go_cntr_open(dh C.lnx_handle, attr *C.struct_fi_cntr_attr, h *C.lnx_han
 	if err != nil {
 		return code("fi_cntr_open", err)
 	}
-	if attr != nil && attr.wait_obj != C.FI_WAIT_NONE && attr.wait_obj != C.FI_WAIT_UNSPEC {
-		return code("fi_cntr_open", fi.Wrap(fi.ENOSYS, "counter wait object %d not supported", attr.wait_obj))
+	waitObj, set := 0, (*lnx.WaitSet)(nil)
+	if attr != nil {
+		if attr.events != C.FI_CNTR_EVENTS_COMP {
+			return code("fi_cntr_open", fi.Wrap(fi.ENOSYS, "counter events %d not supported", attr.events))
+		}
+		waitObj = int(attr.wait_obj)
+		if set, err = waitSetOf(attr.wait_obj, attr.wait_set); err != nil {
+			return code("fi_cntr_open", err)
+		}
 	}
-	c, err := d.OpenCntr()
+	c, err := d.OpenCntr(waitObj, set)
 	if err != nil {
 		return code("fi_cntr_open", err)
 	}
@@ -271,11 +282,37 @@ func lnx_go_ep_getname(eh C.lnx_handle, addr unsafe.Pointer, addrlen *C.size_t) 
 //export lnx_go_ep_getopt
 func lnx_go_ep_getopt(eh C.lnx_handle, level, optname C.int, optval unsafe.Pointer, optlen *C.size_t) (ret C.int) {
 	defer recoverTo(&ret, "fi_getopt")
-	return -C.FI_ENOPROTOOPT
+	if level != C.FI_OPT_ENDPOINT || optname != C.FI_OPT_MIN_MULTI_RECV {
+		return -C.FI_ENOPROTOOPT
+	}
+	e, err := object[*lnx.Endpoint](eh)
+	if err != nil {
+		return code("fi_getopt", err)
+	}
+	if optval == nil || optlen == nil || *optlen < C.size_t(unsafe.Sizeof(C.size_t(0))) {
+		return -C.FI_ETOOSMALL
+	}
+	var v uint64
+	e.MinMultiRecv(&v, false)
+	*(*C.size_t)(optval) = C.size_t(v)
+	*optlen = C.size_t(unsafe.Sizeof(C.size_t(0)))
+	return 0
 }
 
 //export lnx_go_ep_setopt
 func lnx_go_ep_setopt(eh C.lnx_handle, level, optname C.int, optval unsafe.Pointer, optlen C.size_t) (ret C.int) {
 	defer recoverTo(&ret, "fi_setopt")
-	return -C.FI_ENOPROTOOPT
+	if level != C.FI_OPT_ENDPOINT || optname != C.FI_OPT_MIN_MULTI_RECV {
+		return -C.FI_ENOPROTOOPT
+	}
+	e, err := object[*lnx.Endpoint](eh)
+	if err != nil {
+		return code("fi_setopt", err)
+	}
+	if optval == nil || optlen != C.size_t(unsafe.Sizeof(C.size_t(0))) {
+		return -C.FI_EINVAL
+	}
+	v := uint64(*(*C.size_t)(optval))
+	e.MinMultiRecv(&v, true)
+	return 0
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "lnx_capi.h"
+#include "lnx_wait.h"
 #include "lnx_ops.h"
 #include "lnx_tp_lend.h"
 #include "_cgo_export.h"
@@ -86,8 +87,8 @@ static int fabric_domain2(struct fid_fabric *fabric, struct fi_info *info,
 }
 
 static int fabric_pep(struct fid_fabric *f, struct fi_info *i, struct fid_pep **p, void *c) { return -FI_ENOSYS; }
-static int fabric_wait(struct fid_fabric *f, struct fi_wait_attr *a, struct fid_wait **w) { return -FI_ENOSYS; }
-static int fabric_trywait(struct fid_fabric *f, struct fid **fids, int count) { return 0; }
+static int fabric_wait(struct fid_fabric *f, struct fi_wait_attr *a, struct fid_wait **w) { return lnx_wait_open(f, a, w); }
+static int fabric_trywait(struct fid_fabric *f, struct fid **fids, int count) { return lnx_trywait(f, fids, count); }
 
 static struct fi_ops fabric_fi_ops = {
 	.size = sizeof(struct fi_ops), .close = fabric_close, .bind = nosys_bind,
@@ -148,7 +149,7 @@ static int domain_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 	struct lnx_cq *c = lnx_alloc_cq();
 	if (!c)
 		return -FI_ENOMEM;
-	int ret = lnx_go_cq_open(LNX_H(lnx_domain, domain), attr, &c->gate, &h);
+	int ret = lnx_go_cq_open(LNX_H(lnx_domain, domain), attr, &c->gate, c->cring, &h);
 	if (ret) {
 		lnx_free_cq(c);
 		return ret;
@@ -200,7 +201,7 @@ static int domain_endpoint2(struct fid_domain *domain, struct fi_info *info,
 }
 
 static int domain_sep(struct fid_domain *d, struct fi_info *i, struct fid_ep **e, void *c) { return -FI_ENOSYS; }
-static int domain_poll(struct fid_domain *d, struct fi_poll_attr *a, struct fid_poll **p) { return -FI_ENOSYS; }
+static int domain_poll(struct fid_domain *d, struct fi_poll_attr *a, struct fid_poll **p) { return lnx_poll_open(d, a, p); }
 static int domain_stx(struct fid_domain *d, struct fi_tx_attr *a, struct fid_stx **s, void *c) { return -FI_ENOSYS; }
 static int domain_srx(struct fid_domain *d, struct fi_rx_attr *a, struct fid_ep **r, void *c) { return -FI_ENOSYS; }
 static int domain_qatomic(struct fid_domain *d, enum fi_datatype dt, enum fi_op op,
@@ -1074,8 +1075,13 @@ static ssize_t cq_read_common(struct fid_cq *cq, void *buf, size_t count, fi_add
 			return lnx_cring_read(c->cring, buf, count, src);
 		if (a == 0 && lnx_cq_idle(&c->gate))
 			return -FI_EAGAIN;
+		return lnx_go_cq_read(c->h, buf, count, src, 0);
 	}
-	return lnx_go_cq_read(c->h, buf, count, src, timeout);
+	/* sread: Go waits, and returns when C's ring has completions too. */
+	ssize_t r = lnx_go_cq_read(c->h, buf, count, src, timeout);
+	if (r == -FI_EAGAIN && (n = lnx_cring_read(c->cring, buf, count, src)))
+		return n;
+	return r;
 }
 
 static ssize_t cq_read(struct fid_cq *cq, void *buf, size_t count)
@@ -1112,9 +1118,11 @@ static const char *cq_strerror(struct fid_cq *cq, int prov_errno, const void *er
 	return s;
 }
 
+static int cq_control(struct fid *fid, int command, void *arg) { return lnx_wait_control(LNX_H(lnx_cq, fid), command, arg); }
+
 static struct fi_ops cq_fi_ops = {
 	.size = sizeof(struct fi_ops), .close = cq_close, .bind = nosys_bind,
-	.control = nosys_control, .ops_open = nosys_ops_open, .ops_set = nosys_ops_set,
+	.control = cq_control, .ops_open = nosys_ops_open, .ops_set = nosys_ops_set,
 };
 static struct fi_ops_cq cq_ops = {
 	.size = sizeof(struct fi_ops_cq), .read = cq_read, .readfrom = cq_readfrom,
@@ -1160,9 +1168,11 @@ static int cntr_seterr(struct fid_cntr *c, uint64_t v) { return lnx_go_cntr_upda
 static int cntr_wait(struct fid_cntr *c, uint64_t threshold, int timeout)
 { return lnx_go_cntr_wait(LNX_H(lnx_cntr, c), threshold, timeout); }
 
+static int cntr_control(struct fid *fid, int command, void *arg) { return lnx_wait_control(LNX_H(lnx_cntr, fid), command, arg); }
+
 static struct fi_ops cntr_fi_ops = {
 	.size = sizeof(struct fi_ops), .close = cntr_close, .bind = nosys_bind,
-	.control = nosys_control, .ops_open = nosys_ops_open, .ops_set = nosys_ops_set,
+	.control = cntr_control, .ops_open = nosys_ops_open, .ops_set = nosys_ops_set,
 };
 static struct fi_ops_cntr cntr_ops = {
 	.size = sizeof(struct fi_ops_cntr), .read = cntr_read, .readerr = cntr_readerr,

@@ -99,7 +99,7 @@ func (e *Endpoint) arm() bool {
 		return false
 	}
 	r := e.lastPost
-	if r == nil || r.rec.Queue() == nil || r.n > 1 || r.dev || (e.rxSel && r.flags&fi.COMPLETION == 0) {
+	if r == nil || r.rec.Queue() == nil || r.n > 1 || r.dev || r.multi != nil || (e.rxSel && r.flags&fi.COMPLETION == 0) {
 		return false
 	}
 	tp, tu, _ := e.queue(true).Stats()

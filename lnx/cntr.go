@@ -2,7 +2,6 @@ package lnx
 
 import (
 	"sync/atomic"
-	"time"
 
 	"github.com/lnx-go/lnx-go/lnx/fi"
 )
@@ -13,15 +12,67 @@ type Cntr struct {
 	val    atomic.Uint64
 	errs   atomic.Uint64
 	eps    atomic.Pointer[[]progresser]
+
+	// Waiting (wait.go). seen and seenErrs are the counts the
+	// application last read: fi_trywait finds the counter ready when
+	// either changed since.
+	wfd      *waitFD
+	set      *WaitSet
+	seen     atomic.Uint64
+	seenErrs atomic.Uint64
+	pollRefs atomic.Int32
 }
 
-// OpenCntr opens a counter.
-func (d *Domain) OpenCntr() (*Cntr, error) {
-	d.get()
+// OpenCntr opens a counter with wait object waitObj (FI_WAIT_NONE,
+// FI_WAIT_UNSPEC, FI_WAIT_FD, or FI_WAIT_SET with set).
+func (d *Domain) OpenCntr(waitObj int, set *WaitSet) (*Cntr, error) {
 	c := &Cntr{Domain: d}
+	switch waitObj {
+	case WaitNone:
+	case WaitUnspec, WaitFD:
+		w, err := newWaitFD()
+		if err != nil {
+			return nil, err
+		}
+		c.wfd = w
+	case WaitSet_:
+		if set == nil {
+			return nil, fi.Wrap(fi.EINVAL, "FI_WAIT_SET without a wait set")
+		}
+		c.set = set
+		set.add(c)
+	default:
+		return nil, fi.Wrap(fi.ENOSYS, "counter wait object %d not supported", waitObj)
+	}
+	d.get()
 	c.eps.Store(&[]progresser{})
 	return c, nil
 }
+
+// ready drives progress once and reports whether a count changed since
+// the application last read it.
+func (c *Cntr) ready() bool {
+	c.progress()
+	return c.val.Load() != c.seen.Load() || c.errs.Load() != c.seenErrs.Load()
+}
+
+// WaitFD returns the counter's fd (FI_GETWAIT), or -1 when it has none.
+func (c *Cntr) WaitFD() int {
+	if c.wfd == nil {
+		return -1
+	}
+	return c.wfd.FD()
+}
+
+// TryWait is fi_trywait on the counter.
+func (c *Cntr) TryWait() error {
+	if c.set != nil {
+		return c.set.TryWait()
+	}
+	return trywait(c, c.wfd)
+}
+
+func (c *Cntr) pollRef(d int32) { c.pollRefs.Add(d) }
 
 func (c *Cntr) attach(p progresser) {
 	for {
@@ -58,9 +109,13 @@ func (c *Cntr) progress() {
 func (c *Cntr) Read(errCount bool) uint64 {
 	c.progress()
 	if errCount {
-		return c.errs.Load()
+		v := c.errs.Load()
+		c.seenErrs.Store(v)
+		return v
 	}
-	return c.val.Load()
+	v := c.val.Load()
+	c.seen.Store(v)
+	return v
 }
 
 // Update adds to or sets the success or error count.
@@ -87,24 +142,23 @@ func (c *Cntr) Inc(failed bool) {
 
 // Wait drives progress until the count reaches threshold, an error is
 // counted, or timeout (ms, < 0 forever) passes.
+// Polling backs off as fi_cq_sread's does (wait.go).
 func (c *Cntr) Wait(threshold uint64, timeout int) error {
-	start := time.Now()
 	errs0 := c.errs.Load()
-	for spins := 0; ; spins++ {
+	failed := false
+	err := waitUntil(func() bool {
 		c.progress()
-		if c.val.Load() >= threshold {
-			return nil
+		if v := c.val.Load(); v >= threshold {
+			c.seen.Store(v)
+			return true
 		}
-		if c.errs.Load() != errs0 {
-			return fi.EAVAIL
-		}
-		if timeout >= 0 && time.Since(start) >= time.Duration(timeout)*time.Millisecond {
-			return fi.ETIMEDOUT
-		}
-		if spins > 64 {
-			time.Sleep(10 * time.Microsecond)
-		}
+		failed = c.errs.Load() != errs0
+		return failed
+	}, timeout, nil)
+	if err == nil && failed {
+		return fi.EAVAIL
 	}
+	return err
 }
 
 // Close closes the counter.
@@ -112,6 +166,16 @@ func (c *Cntr) Close() error {
 	if len(*c.eps.Load()) > 0 {
 		return fi.Wrap(fi.EBUSY, "counter still bound to an endpoint")
 	}
+	if n := c.pollRefs.Load(); n > 0 {
+		return fi.Wrap(fi.EBUSY, "counter still in %d poll set(s)", n)
+	}
+	c.wfd.close()
+	if c.set != nil {
+		c.set.remove(c)
+	}
 	c.Domain.put()
 	return nil
 }
+
+// InSet reports whether the counter waits through a wait set.
+func (c *Cntr) InSet() bool { return c.set != nil }

@@ -30,6 +30,7 @@ type CQAttr struct {
 	Size    uint64
 	Format  int
 	WaitObj int
+	WaitSet *WaitSet // FI_WAIT_SET's set
 }
 
 // CQ is an lnx completion queue. Progress is manual: reading a CQ drives
@@ -45,6 +46,13 @@ type CQ struct {
 	eps     atomic.Pointer[[]*Endpoint] // copied on change: read without mu
 	signal  chan struct{}
 	gate    gate
+
+	// Waiting (wait.go): the FI_WAIT_FD fd, or the FI_WAIT_SET set; the
+	// C completion ring's head and tail words, which a wait checks too.
+	wfd      *waitFD
+	set      *WaitSet
+	cring    unsafe.Pointer
+	pollRefs atomic.Int32
 
 	// scratch is the watch set of the Read that holds scratchMu: a poll
 	// then does not zero a fresh one (most of a kilobyte) every time.
@@ -65,19 +73,77 @@ func (d *Domain) OpenCQ(attr CQAttr) (*CQ, error) {
 	default:
 		return nil, fi.Wrap(fi.EINVAL, "unknown CQ format %d", attr.Format)
 	}
+	var wfd *waitFD
 	switch attr.WaitObj {
-	case fi.WAIT_NONE, fi.WAIT_UNSPEC:
+	case WaitNone:
+	case WaitUnspec, WaitFD:
+		// FI_WAIT_UNSPEC is an fd too: FI_GETWAIT then has one to give.
+		w, err := newWaitFD()
+		if err != nil {
+			return nil, err
+		}
+		wfd = w
+	case WaitSet_:
+		if attr.WaitSet == nil {
+			return nil, fi.Wrap(fi.EINVAL, "FI_WAIT_SET without a wait set")
+		}
 	default:
-		// sread polls instead of sleeping on an fd; refuse objects an
-		// application would try to wait on itself.
 		return nil, fi.Wrap(fi.ENOSYS, "CQ wait object %d not supported", attr.WaitObj)
 	}
 	d.get()
 	// The queue grows on demand (an lnx CQ never overruns) and keeps its
 	// capacity, so it starts small rather than at the requested size:
 	// 1024 entries were 96 KiB of garbage per CQ open/close cycle.
-	return &CQ{Domain: d, Attr: attr, signal: make(chan struct{}, 1), entries: make([]Completion, 0, cqInitial)}, nil
+	q := &CQ{Domain: d, Attr: attr, signal: make(chan struct{}, 1), entries: make([]Completion, 0, cqInitial), wfd: wfd}
+	if attr.WaitObj == WaitSet_ {
+		q.set = attr.WaitSet
+		q.set.add(q)
+	}
+	return q, nil
 }
+
+// SetCRing gives the CQ C's completion ring (struct lnx_cring, whose
+// head and tail words follow two uint32s): waits count its entries.
+func (q *CQ) SetCRing(p unsafe.Pointer) { q.cring = p }
+
+// cringReady reports whether C's completion ring holds entries.
+func (q *CQ) cringReady() bool {
+	if q.cring == nil {
+		return false
+	}
+	head := (*uint64)(unsafe.Add(q.cring, 8))
+	tail := (*uint64)(unsafe.Add(q.cring, 16))
+	return atomic.LoadUint64(tail) != atomic.LoadUint64(head)
+}
+
+// ready drives progress once and reports whether a read would return
+// something (a completion or an error entry).
+func (q *CQ) ready() bool {
+	if q.cringReady() {
+		return true
+	}
+	_, errno := q.Read(nil, 0)
+	return errno != fi.EAGAIN || q.cringReady()
+}
+
+// WaitFD returns the CQ's fd (FI_GETWAIT), or -1 when it has none.
+func (q *CQ) WaitFD() int {
+	if q.wfd == nil {
+		return -1
+	}
+	return q.wfd.FD()
+}
+
+// TryWait is fi_trywait on the CQ: EAGAIN when completions are ready,
+// else nil, and the CQ's fd becomes readable when one is.
+func (q *CQ) TryWait() error {
+	if q.set != nil {
+		return q.set.TryWait()
+	}
+	return trywait(q, q.wfd)
+}
+
+func (q *CQ) pollRef(d int32) { q.pollRefs.Add(d) }
 
 func (q *CQ) endpoints() []*Endpoint {
 	if p := q.eps.Load(); p != nil {
@@ -159,7 +225,8 @@ func (q *CQ) Read(out []Completion, timeout int) (int, fi.Errno) {
 	} else {
 		w = new(watchSet) // another thread is reading this CQ
 	}
-	for spins := 0; ; spins++ {
+	var bo backoff
+	for {
 		w.n, w.busy, w.net, w.lent, w.armLater = 0, false, false, false, nil
 		q.collect(w)
 		q.mu.Lock()
@@ -197,9 +264,10 @@ func (q *CQ) Read(out []Completion, timeout int) (int, fi.Errno) {
 		if timeout > 0 && time.Now().After(deadline) {
 			return 0, fi.EAGAIN
 		}
-		if spins > 64 {
-			time.Sleep(10 * time.Microsecond)
+		if q.cringReady() {
+			return 0, fi.EAGAIN // C's ring has them: the caller reads it
 		}
+		bo.pause()
 	}
 }
 
@@ -216,11 +284,17 @@ func (q *CQ) ReadErr() (Completion, bool) {
 	return c, true
 }
 
-// Signal wakes a thread blocked in sread.
+// Signal wakes a thread blocked in sread, and one sleeping on the CQ's
+// fd.
 func (q *CQ) Signal() {
 	select {
 	case q.signal <- struct{}{}:
 	default:
+	}
+	if q.wfd != nil {
+		q.wfd.signal()
+	} else if q.set != nil {
+		q.set.wfd.signal()
 	}
 }
 
@@ -228,6 +302,13 @@ func (q *CQ) Signal() {
 func (q *CQ) Close() error {
 	if n := len(q.endpoints()); n > 0 {
 		return fi.Wrap(fi.EBUSY, "CQ still bound to %d endpoint(s)", n)
+	}
+	if n := q.pollRefs.Load(); n > 0 {
+		return fi.Wrap(fi.EBUSY, "CQ still in %d poll set(s)", n)
+	}
+	q.wfd.close()
+	if q.set != nil {
+		q.set.remove(q)
 	}
 	q.Domain.put()
 	return nil

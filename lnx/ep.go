@@ -59,6 +59,9 @@ type Endpoint struct {
 	nextSend    uint64
 	unexpBytes  uint64
 	unexpMax    uint64
+	// FI_OPT_MIN_MULTI_RECV: a multi-receive buffer with less room left
+	// is released.
+	minMultiRecv uint64
 
 	stats [numCoreKinds]coreStats
 
@@ -112,6 +115,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 		node: NodeID(d.cfg), routes: map[uint64]*route{}, sends: map[uint64]*sendCtx{},
 		t0: time.Now(), pulls: map[*pendingPull]struct{}{},
 		tagged: peers.NewSerialQueue(true), untagged: peers.NewSerialQueue(false), unexpMax: d.cfg.UnexpectedMax}
+	e.minMultiRecv = e.injectSize()
 	if info.HasTx {
 		e.txFlags = info.Tx.OpFlags
 	}
@@ -278,6 +282,19 @@ func (e *Endpoint) OpsFlags(v *uint64, set bool) error {
 		*v = *p | dir
 	}
 	return nil
+}
+
+// MinMultiRecv reads or sets FI_OPT_MIN_MULTI_RECV (bytes); a buffer
+// already posted keeps using the value it was posted under only until
+// its next message.
+func (e *Endpoint) MinMultiRecv(v *uint64, set bool) {
+	e.lock()
+	defer e.mu.Unlock()
+	if set {
+		e.minMultiRecv = *v
+	} else {
+		*v = e.minMultiRecv
+	}
 }
 
 // Name returns the endpoint's lnx address.

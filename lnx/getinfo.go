@@ -19,10 +19,10 @@ const FabricName = "lnx"
 // Caps lnx offers on every link. FI_HMEM is added only when a device
 // runtime is present (see hmemCaps).
 const baseCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.DIRECTED_RECV |
-	fi.LOCAL_COMM | fi.REMOTE_COMM | fi.SOURCE
+	fi.LOCAL_COMM | fi.REMOTE_COMM | fi.SOURCE | fi.MULTI_RECV
 
 const txCapMask = fi.MSG | fi.TAGGED | fi.SEND | fi.HMEM | fi.LOCAL_COMM | fi.REMOTE_COMM
-const rxCapMask = fi.MSG | fi.TAGGED | fi.RECV | fi.DIRECTED_RECV | fi.SOURCE | fi.HMEM | fi.LOCAL_COMM | fi.REMOTE_COMM |
+const rxCapMask = fi.MSG | fi.TAGGED | fi.RECV | fi.DIRECTED_RECV | fi.SOURCE | fi.HMEM | fi.LOCAL_COMM | fi.REMOTE_COMM | fi.MULTI_RECV |
 	fi.TAGGED_DIRECTED_RECV | fi.EXACT_DIRECTED_RECV
 
 // capsFor is what lnx reports for an application that asked for API

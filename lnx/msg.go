@@ -36,6 +36,50 @@ type recvCtx struct {
 	kinds [MaxIov]memKind // memory kind of each buffer, when dev
 	mrs   [MaxIov]*MR     // the application's descriptors, if any
 	dev   bool            // some buffer is device memory
+	multi *multiRecv      // an FI_MULTI_RECV buffer (posted; messages are carved from it)
+	last  bool            // the message that releases a multi-receive buffer
+}
+
+// multiRecv is an FI_MULTI_RECV buffer: messages land one after another
+// from off on, each completing as a receive of its own that points into
+// the buffer, until less than the endpoint's FI_OPT_MIN_MULTI_RECV is
+// left; that message's completion carries FI_MULTI_RECV and the buffer is
+// the application's again.
+type multiRecv struct {
+	base      unsafe.Pointer
+	size, off uint64
+}
+
+// carve takes the next message, of size bytes, from multi-receive buffer
+// r: it returns that message's own receive (the rest of the buffer, so a
+// larger message truncates) and whether r has room for more.
+func (e *Endpoint) carve(r *recvCtx, size uint64) (*recvCtx, bool) {
+	m := r.multi
+	left := m.size - m.off
+	c := e.getRecv()
+	c.n, c.ctx, c.flags, c.tag = 1, r.ctx, r.flags, r.tag
+	c.iov[0] = Buf{Ptr: unsafe.Add(m.base, m.off), Len: left}
+	c.mrs[0] = r.mrs[0]
+	m.off += min(size, left)
+	more := m.off < m.size && m.size-m.off >= e.minMultiRecv
+	c.last = !more
+	return c, more
+}
+
+// taken is the receive a message that r matched lands in: r itself, or
+// for a multi-receive buffer one carved from it (r goes back in its place
+// in q while it has room).
+func (e *Endpoint) taken(q *peers.Queue, r *recvCtx, size uint64) *recvCtx {
+	if r.multi == nil {
+		return r
+	}
+	c, more := e.carve(r, size)
+	if more {
+		q.Repost(&r.rec)
+	} else {
+		e.putRecv(r)
+	}
+	return c
 }
 
 func (r *recvCtx) bufs() []Buf { return r.iov[:r.n] }
@@ -475,8 +519,36 @@ func (e *Endpoint) recvLocked(op *Op) error {
 		e.deliverUnexpected(r, m, kind)
 		return nil
 	}
+	if flags&fi.MULTI_RECV != 0 {
+		if op.Tagged {
+			return fi.Wrap(fi.EBADFLAGS, "FI_MULTI_RECV on a tagged receive")
+		}
+		if op.N != 1 || op.IovBuf[0].Len == 0 {
+			return fi.Wrap(fi.EINVAL, "FI_MULTI_RECV takes one non-empty buffer")
+		}
+	}
 	r := e.newRecv(op, flags)
 	r.rec = peers.Recv{Src: src, Tag: op.Tag, Ignore: ignore, Ctx: r}
+	if flags&fi.MULTI_RECV != 0 {
+		if r.dev {
+			e.putRecv(r)
+			return fi.Wrap(fi.EINVAL, "FI_MULTI_RECV in device memory is not supported")
+		}
+		r.multi = &multiRecv{base: r.iov[0].Ptr, size: r.iov[0].Len}
+		for {
+			m := q.Post(&r.rec)
+			if m == nil {
+				e.lastPost = r
+				return nil
+			}
+			c, more := e.carve(r, m.Size)
+			e.deliverUnexpected(c, m, kind)
+			if !more {
+				e.putRecv(r)
+				return nil
+			}
+		}
+	}
 	if m := q.Post(&r.rec); m != nil {
 		e.deliverUnexpected(r, m, kind)
 		return nil
@@ -488,18 +560,23 @@ func (e *Endpoint) recvLocked(op *Op) error {
 // newRecv takes a receive record from the endpoint's free list (records
 // return there when they complete), so posting allocates nothing.
 func (e *Endpoint) newRecv(op *Op, flags uint64) *recvCtx {
-	var r *recvCtx
-	if n := len(e.freeRecvs); n > 0 {
-		r, e.freeRecvs = e.freeRecvs[n-1], e.freeRecvs[:n-1]
-		*r = recvCtx{}
-	} else {
-		r = new(recvCtx)
-	}
+	r := e.getRecv()
 	r.n, r.ctx, r.flags, r.tag = op.N, op.Ctx, flags, op.Tag
 	r.iov = op.IovBuf
 	r.mrs = op.MRs
 	r.dev = e.devKinds(op, &r.kinds)
 	return r
+}
+
+// getRecv returns a zeroed receive record.
+func (e *Endpoint) getRecv() *recvCtx {
+	if n := len(e.freeRecvs); n > 0 {
+		r := e.freeRecvs[n-1]
+		e.freeRecvs = e.freeRecvs[:n-1]
+		*r = recvCtx{}
+		return r
+	}
+	return new(recvCtx)
 }
 
 // maxFreeRecvs bounds the free list; beyond it records go to the GC.
@@ -628,6 +705,9 @@ func (e *Endpoint) onPullDone(rv *ofi.Rendezvous, n uint64, err error) {
 func (e *Endpoint) complete(r *recvCtx, src, size, n uint64, hdr msgHdr, kind uint64, core int, err error) {
 	capacity := r.capacity()
 	c := Completion{Ctx: r.ctx, Flags: fi.RECV | kind, Len: n, Tag: hdr.Tag, Src: src}
+	if r.last {
+		c.Flags |= fi.MULTI_RECV
+	}
 	if r.n > 0 {
 		c.Buf = r.iov[0].Ptr
 	}
@@ -675,7 +755,11 @@ func (e *Endpoint) Cancel(ctx unsafe.Pointer) error {
 		}
 		rc := r.Ctx.(*recvCtx)
 		if e.rxCQ != nil {
-			e.rxCQ.PushErr(Completion{Ctx: ctx, Flags: fi.RECV | opKindFlags(tagged), Tag: rc.tag, Err: fi.ECANCELED})
+			f := fi.RECV | opKindFlags(tagged)
+			if rc.multi != nil {
+				f |= fi.MULTI_RECV // the buffer is released
+			}
+			e.rxCQ.PushErr(Completion{Ctx: ctx, Flags: f, Tag: rc.tag, Err: fi.ECANCELED})
 		}
 		return nil
 	}
@@ -892,7 +976,7 @@ func (e *Endpoint) arrive(src uint64, hdr msgHdr, size uint64, eager []byte, rv 
 	// Expected message: match with a scratch record, allocate nothing.
 	e.probe = peers.Msg{Src: src, Tag: tag, Size: size}
 	if r := q.ArriveIfPosted(&e.probe); r != nil {
-		e.deliver(r.Ctx.(*recvCtx), src, size, hdr, eager, rv, kind, core)
+		e.deliver(e.taken(q, r.Ctx.(*recvCtx), size), src, size, hdr, eager, rv, kind, core)
 		return true
 	}
 	if e.unexpBytes > 0 && e.unexpBytes+uint64(len(eager)) > e.unexpMax && !e.forceArrive {
@@ -901,7 +985,7 @@ func (e *Endpoint) arrive(src uint64, hdr msgHdr, size uint64, eager []byte, rv 
 	u := &unexpected{hdr: hdr, rv: rv, kind: core}
 	u.msg = peers.Msg{Src: src, Tag: tag, Size: size, Ctx: u}
 	if r := q.Arrive(&u.msg); r != nil {
-		e.deliver(r.Ctx.(*recvCtx), src, size, hdr, eager, rv, kind, core)
+		e.deliver(e.taken(q, r.Ctx.(*recvCtx), size), src, size, hdr, eager, rv, kind, core)
 		return true
 	}
 	if rv.none() {

@@ -44,6 +44,27 @@ func (l *recvList) push(i int, r *Recv) {
 	l.tail = r
 }
 
+// insert puts r into list i in post order (by seq), for a receive that
+// goes back where it was (Queue.Repost).
+func (l *recvList) insert(i int, r *Recv) {
+	at := l.head
+	for at != nil && at.seq < r.seq {
+		at = at.links[i].next
+	}
+	if at == nil {
+		l.push(i, r)
+		return
+	}
+	ln := &r.links[i]
+	ln.list, ln.next, ln.prev = l, at, at.links[i].prev
+	if ln.prev != nil {
+		ln.prev.links[i].next = r
+	} else {
+		l.head = r
+	}
+	at.links[i].prev = r
+}
+
 // unlinkRecv removes r from its list i and returns that list.
 func unlinkRecv(i int, r *Recv) *recvList {
 	ln := &r.links[i]

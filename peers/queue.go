@@ -184,6 +184,33 @@ func (q *Queue) Post(r *Recv) *Msg {
 	return nil
 }
 
+// Repost puts back a receive a message just took (Arrive or
+// ArriveIfPosted returned it) in its place in the post order, ahead of
+// receives posted after it: a multi-receive buffer with room left. It
+// does not look at unexpected messages (none matched r when it was taken).
+// Reposting a Recv that is posted, or was never posted, panics.
+func (q *Queue) Repost(r *Recv) {
+	q.lock()
+	defer q.unlock()
+	if r.q != nil || r.seq == 0 {
+		panic("peers: Repost of a Recv that is posted or was never posted")
+	}
+	r.q = q
+	if q.exact(r.Src, r.Ignore) {
+		k := q.key(r.Src, r.Tag)
+		l := q.posted[k]
+		if l == nil {
+			l = q.newRecvList(k)
+			q.posted[k] = l
+		}
+		l.insert(rBucket, r)
+	} else {
+		q.wild.insert(rBucket, r)
+	}
+	q.allPosted.insert(rAll, r)
+	q.nPosted++
+}
+
 // ArriveIfPosted matches m against the posted receives like Arrive, but
 // never queues it: nil means no receive matched and m is untouched. The
 // caller uses it to hold a message back (flow control) instead of buffering

@@ -468,3 +468,51 @@ func TestArriveIfPosted(t *testing.T) {
 		t.Fatalf("stats after match: posted %d unexpected %d", posted, unexp)
 	}
 }
+
+// A reposted receive goes back in its place: it matches again before
+// receives posted after it (exact or wildcard), after those before it.
+func TestRepost(t *testing.T) {
+	for _, tagged := range []bool{false, true} {
+		q := NewQueue(tagged)
+		first := &Recv{Src: 7, Tag: 1, Ctx: "first"} // exact, another source
+		multi := &Recv{Src: anySrc, Tag: 1, Ignore: ^uint64(0), Ctx: "multi"}
+		later := &Recv{Src: 5, Tag: 1, Ctx: "later"}
+		wild := &Recv{Src: anySrc, Tag: 1, Ignore: ^uint64(0), Ctx: "wild"}
+		for _, r := range []*Recv{first, multi, later, wild} {
+			if m := q.Post(r); m != nil {
+				t.Fatalf("post %v matched", r.Ctx)
+			}
+		}
+		for i := 0; i < 3; i++ {
+			r := q.Arrive(&Msg{Src: 5, Tag: 1, Size: 1})
+			if r != multi {
+				t.Fatalf("tagged=%v arrival %d took %v, want multi", tagged, i, r.Ctx)
+			}
+			q.Repost(r)
+			if p, _, _ := q.Stats(); p != 4 {
+				t.Fatalf("posted %d after repost, want 4", p)
+			}
+		}
+		if r := q.Arrive(&Msg{Src: 7, Tag: 1, Size: 1}); r != first {
+			t.Fatalf("source 7 took %v, want first", r.Ctx)
+		}
+		if !q.Unpost(multi) {
+			t.Fatal("multi not posted")
+		}
+		if r := q.Arrive(&Msg{Src: 5, Tag: 1, Size: 1}); r != later {
+			t.Fatalf("after unposting multi, %v matched, want later", r.Ctx)
+		}
+		if got := q.Drain(); len(got) != 1 || got[0] != wild {
+			t.Fatalf("drain %v, want [wild]", got)
+		}
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("Repost of a posted Recv did not panic")
+				}
+			}()
+			q.Post(first)
+			q.Repost(first)
+		}()
+	}
+}

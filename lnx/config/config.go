@@ -28,6 +28,11 @@ const (
 	// every network peer. It is also five of the transport's probe
 	// intervals, the least in which a quiet peer can answer a probe.
 	MinPeerTimeout = 500 * time.Millisecond
+	// FI_LNX_WAIT_SLEEP_MAX's default and bounds: below 10us a wait is a
+	// busy poll; above 100ms a completion waits too long to be seen.
+	DefaultWaitSleepMax = time.Millisecond
+	MinWaitSleepMax     = 10 * time.Microsecond
+	MaxWaitSleepMax     = 100 * time.Millisecond
 )
 
 // Config is every setting, read at one moment.
@@ -52,6 +57,8 @@ type Config struct {
 	MRCacheMax int
 	CudaLib    string // "" means libcuda.so.1; "none" disables
 	RocmLib    string // "" means libamdhip64.so; "none" disables
+	// WaitSleepMax bounds the sleep between two polls of a blocked wait.
+	WaitSleepMax time.Duration
 }
 
 // Load reads every variable through getenv. A malformed value is logged
@@ -77,6 +84,7 @@ func Load(getenv func(string) string) *Config {
 		MRCacheMax:    int(r.size(MRCacheMax, DefaultMRCacheMax)),
 		CudaLib:       r.str(CudaLib),
 		RocmLib:       r.str(RocmLib),
+		WaitSleepMax:  r.waitSleepMax(),
 	}
 }
 
@@ -172,6 +180,20 @@ func (r reader) peerTimeout() time.Duration {
 	if d < MinPeerTimeout {
 		logging.Warnf(logging.Core, "%s=%v is shorter than a connection may take; using %v", PeerTimeout, d, MinPeerTimeout)
 		d = MinPeerTimeout
+	}
+	return d
+}
+
+func (r reader) waitSleepMax() time.Duration {
+	v := r.str(WaitSleepMax)
+	if v == "" {
+		return DefaultWaitSleepMax
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < MinWaitSleepMax || d > MaxWaitSleepMax {
+		logging.Warnf(logging.Core, "%s=%q is not a duration in [%v, %v]; using %v",
+			WaitSleepMax, v, MinWaitSleepMax, MaxWaitSleepMax, DefaultWaitSleepMax)
+		return DefaultWaitSleepMax
 	}
 	return d
 }

@@ -15,7 +15,7 @@ func TestDefaults(t *testing.T) {
 	c := Load(env(nil))
 	want := &Config{Rails: PerPeer, UnexpectedMax: DefaultUnexpectedMax, PeerTimeout: ofi.DefaultPeerTimeout,
 		NetRead: true, FastSend: true, FastRecv: true, ArmRecv: true, RearmRecv: true, HmemIPC: true,
-		MRCacheMax: DefaultMRCacheMax}
+		MRCacheMax: DefaultMRCacheMax, WaitSleepMax: DefaultWaitSleepMax}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
 	}
@@ -26,11 +26,11 @@ func TestValues(t *testing.T) {
 		Links: " shm+tcp;ofi_rxm ", DisableShm: "yes", NodeID: "n1", MultiRailSelection: "per_msg",
 		NetAddrFormat: "inet6", DumpStats: "1", UnexpectedMax: "2m", PeerTimeout: "3s", NetCredits: "0",
 		NetRead: "off", FastSend: "0", FastRecv: "no", ArmRecv: "false", RearmRecv: "n", HmemIPC: "0",
-		MRCacheMax: "0", CudaLib: "none", RocmLib: "/opt/rocm/lib/libamdhip64.so",
+		MRCacheMax: "0", CudaLib: "none", RocmLib: "/opt/rocm/lib/libamdhip64.so", WaitSleepMax: "250us",
 	}))
 	want := &Config{Links: "shm+tcp;ofi_rxm", DisableShm: true, NodeID: "n1", Rails: PerMsg,
 		NetAddrFormat: ofi.AddrFormatInet6, DumpStats: true, UnexpectedMax: 2 << 20, PeerTimeout: 3 * time.Second,
-		NetCredits: -1, CudaLib: "none", RocmLib: "/opt/rocm/lib/libamdhip64.so"}
+		NetCredits: -1, CudaLib: "none", RocmLib: "/opt/rocm/lib/libamdhip64.so", WaitSleepMax: 250 * time.Microsecond}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("values:\n got %+v\nwant %+v", c, want)
 	}
@@ -43,10 +43,11 @@ func TestValues(t *testing.T) {
 func TestMalformed(t *testing.T) {
 	c := Load(env(map[string]string{
 		MultiRailSelection: "sideways", NetAddrFormat: "ipx", UnexpectedMax: "lots", PeerTimeout: "-1s",
-		NetCredits: "256", MRCacheMax: "99999999999999999999g",
+		NetCredits: "256", MRCacheMax: "99999999999999999999g", WaitSleepMax: "1s",
 	}))
 	if c.Rails != PerPeer || c.NetAddrFormat != 0 || c.UnexpectedMax != DefaultUnexpectedMax ||
-		c.PeerTimeout != ofi.DefaultPeerTimeout || c.NetCredits != 0 || c.MRCacheMax != DefaultMRCacheMax {
+		c.PeerTimeout != ofi.DefaultPeerTimeout || c.NetCredits != 0 || c.MRCacheMax != DefaultMRCacheMax ||
+		c.WaitSleepMax != DefaultWaitSleepMax {
 		t.Fatalf("malformed values not replaced by defaults: %+v", c)
 	}
 	if c := Load(env(map[string]string{PeerTimeout: "1ns"})); c.PeerTimeout != MinPeerTimeout {

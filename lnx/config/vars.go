@@ -22,6 +22,7 @@ const (
 	MRCacheMax         = "FI_LNX_MR_CACHE_MAX"
 	CudaLib            = "FI_LNX_CUDA_LIB"
 	RocmLib            = "FI_LNX_ROCM_LIB"
+	WaitSleepMax       = "FI_LNX_WAIT_SLEEP_MAX"
 )
 
 // ParamType says how `fi_info -e` shows a variable (capi maps it to
@@ -74,4 +75,6 @@ var Vars = []Var{
 	{MRCacheMax, ParamSize, "Idle network-core registrations kept per domain for reuse (default 1024; 0 closes them with their MR)."},
 	{CudaLib, ParamString, "CUDA driver library to load instead of libcuda.so.1; 'none' disables CUDA."},
 	{RocmLib, ParamString, "HIP runtime library to load instead of libamdhip64.so; 'none' disables ROCm."},
+	{WaitSleepMax, ParamString, "Longest sleep between two progress polls of a blocked wait (fi_cq_sread, fi_cntr_wait, " +
+		"fi_wait, an FI_GETWAIT fd after fi_trywait); Go duration, default 1ms, 10us to 100ms."},
 }
