@@ -694,7 +694,9 @@ child_main(const char *name, int rank, int n, int socks[MAX_RANKS][MAX_RANKS][2]
 	g_peer = &p;
 
 	if (opts && opts->distinct_nodes) {
-		snprintf(id, sizeof(id), "lnx-test-node-%d-%d", (int)getppid(), rank);
+		/* distinct_nodes > 1: that many consecutive ranks per node. */
+		snprintf(id, sizeof(id), "lnx-test-node-%d-%d", (int)getppid(),
+			 rank / (opts->distinct_nodes > 1 ? opts->distinct_nodes : 1));
 		setenv("FI_LNX_NODE_ID", id, 1);
 	}
 

@@ -144,7 +144,8 @@ struct lnx_opts {
 	size_t cq_size;		   /* 0 = the provider's default */
 	int counters;		   /* open and bind a send and a recv counter */
 	int distinct_nodes;	   /* harness: give each rank its own FI_LNX_NODE_ID
-				      so lnx treats peers as remote (network core) */
+				      so lnx treats peers as remote (network core);
+				      n > 1: n consecutive ranks share a node */
 };
 
 struct lnx {
