@@ -76,8 +76,8 @@ func dtSize(dt int) int {
 // fi_query_atomic and its fetch/compare forms answer).
 func AtomicValid(kind, op, dt int) (count uint64, size int, err error) {
 	size = dtSize(dt)
-	if size == 0 {
-		return 0, 0, fi.Wrap(fi.EOPNOTSUPP, "datatype %d not supported for atomics", dt)
+	if size == 0 || op < 0 {
+		return 0, 0, fi.Wrap(fi.EOPNOTSUPP, "atomic op %d on datatype %d not supported", op, dt)
 	}
 	float := dt == DtFloat || dt == DtDouble
 	ok := false

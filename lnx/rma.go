@@ -217,6 +217,9 @@ func (e *Endpoint) RMA(op *RMAOp) error {
 	if op.Inject && size > e.injectSize() {
 		return fi.Wrap(fi.EMSGSIZE, "inject of %d bytes exceeds inject_size %d", size, e.injectSize())
 	}
+	if uint64(op.N) > e.Domain.Link.lim.iov {
+		return fi.Wrap(fi.EINVAL, "%d iovs exceed iov_limit %d", op.N, e.Domain.Link.lim.iov)
+	}
 	if op.Inject && op.Read {
 		return fi.Wrap(fi.EINVAL, "no inject form of a read")
 	}
