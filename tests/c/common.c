@@ -270,8 +270,10 @@ void lnx_open(struct lnx *l, const struct lnx_opts *o)
 	CHECK(fi_ep_bind(l->ep, &l->av->fid, 0));
 	CHECK(fi_ep_bind(l->ep, &l->cq->fid, FI_TRANSMIT | FI_RECV));
 	if (o->counters) {
-		CHECK(fi_ep_bind(l->ep, &l->tx_cntr->fid, FI_SEND));
-		CHECK(fi_ep_bind(l->ep, &l->rx_cntr->fid, FI_RECV));
+		/* counters == 2: the one-sided events too (FI_RMA_EVENT). */
+		CHECK(fi_ep_bind(l->ep, &l->tx_cntr->fid, FI_SEND | (o->counters == 2 ? FI_WRITE | FI_READ : 0)));
+		CHECK(fi_ep_bind(l->ep, &l->rx_cntr->fid,
+				 FI_RECV | (o->counters == 2 ? FI_REMOTE_WRITE | FI_REMOTE_READ : 0)));
 	}
 	CHECK(fi_enable(l->ep));
 

@@ -313,7 +313,58 @@ static void both(struct peer *p, void *arg)
 	free(src);
 }
 
+/* Counters: the initiator's FI_WRITE|FI_READ counter counts successes and
+ * errors apart; the target's FI_REMOTE_WRITE|FI_REMOTE_READ counter counts
+ * every operation it executed (FI_RMA_EVENT) and no refused one. */
+#define NCW 5
+#define NCR 3
+static void cntr_a(struct peer *p, void *arg)
+{
+	struct rwin r = win_learn(p, 1);
+	uint8_t *buf = xmalloc(100000);
+	fill_pattern(buf, 100000, 50);
+	for (int i = 0; i < NCW; i++) {
+		size_t n = i == 2 ? 100000 : 64; /* one bulk write */
+		POST(p->l.cq, fi_write(p->l.ep, buf, n, NULL, peer_addr(p), r.addr, r.key, buf + i));
+		wait_op(p, buf + i, FI_RMA | FI_WRITE, "counted write");
+	}
+	POST(p->l.cq, fi_inject_write(p->l.ep, buf, 8, peer_addr(p), r.addr, r.key));
+	for (int i = 0; i < NCR; i++) {
+		POST(p->l.cq, fi_read(p->l.ep, buf, 64, NULL, peer_addr(p), r.addr, r.key, buf + 10 + i));
+		wait_op(p, buf + 10 + i, FI_RMA | FI_READ, "counted read");
+	}
+	/* A refused write counts as an error, not a success. */
+	int ctx;
+	POST(p->l.cq, fi_write(p->l.ep, buf, 8, NULL, peer_addr(p), r.addr, r.key + 77, &ctx));
+	wait_err(p, &ctx, FI_EKEYREJECTED, FI_RMA | FI_WRITE, "refused write");
+	/* The inject has no completion; its count arrives with its answer. */
+	uint64_t dl = now_ms() + WAIT_MS;
+	while (fi_cntr_read(p->l.tx_cntr) < NCW + 1 + NCR && now_ms() < dl)
+		cq_progress(p->l.cq);
+	EXPECT(fi_cntr_read(p->l.tx_cntr) == NCW + 1 + NCR, "tx counter %llu, want %d",
+	       (unsigned long long)fi_cntr_read(p->l.tx_cntr), NCW + 1 + NCR);
+	EXPECT(fi_cntr_readerr(p->l.tx_cntr) == 1, "tx error counter %llu",
+	       (unsigned long long)fi_cntr_readerr(p->l.tx_cntr));
+	barrier(p);
+	free(buf);
+}
+
+static void cntr_b(struct peer *p, void *arg)
+{
+	struct win w;
+	win_reg(p, &w, 100000, FI_REMOTE_READ | FI_REMOTE_WRITE, 14);
+	win_tell(p, 0, &w);
+	barrier(p);
+	EXPECT(fi_cntr_read(p->l.rx_cntr) == NCW + 1 + NCR, "remote counter %llu, want %d",
+	       (unsigned long long)fi_cntr_read(p->l.rx_cntr), NCW + 1 + NCR);
+	EXPECT(fi_cntr_readerr(p->l.rx_cntr) == 0, "remote error counter %llu",
+	       (unsigned long long)fi_cntr_readerr(p->l.rx_cntr));
+	EXPECT_PATTERN(w.buf, 100000, 50);
+	win_close(&w);
+}
+
 static const struct subtest cases[] = {
+	{ .name = "counters", .a = cntr_a, .b = cntr_b, .opt_caps = RMA_CAPS | FI_RMA_EVENT, .counters = 2 },
 	{ .name = "sizes", .a = sizes_a, .b = sizes_b, .opt_caps = RMA_CAPS },
 	{ .name = "data", .a = data_a, .b = data_b, .opt_caps = RMA_CAPS },
 	{ .name = "inject", .a = inject_a, .b = inject_b, .opt_caps = RMA_CAPS },
