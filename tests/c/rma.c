@@ -363,7 +363,47 @@ static void cntr_b(struct peer *p, void *arg)
 	win_close(&w);
 }
 
+/* The target has a receive posted (which lnx may lend to C: an armed
+ * receive) while one-sided requests arrive: they are executed, and the
+ * receive still takes the message sent after them. */
+static void armed_a(struct peer *p, void *arg)
+{
+	struct rwin r = win_learn(p, 1);
+	uint8_t buf[256];
+	for (int i = 0; i < 20; i++) {
+		fill_pattern(buf, sizeof(buf), 60 + i);
+		POST(p->l.cq, fi_writedata(p->l.ep, buf, sizeof(buf), NULL, 1000 + i, peer_addr(p), r.addr, r.key, buf));
+		wait_op(p, buf, FI_RMA | FI_WRITE, "writedata");
+	}
+	uint64_t msg = 0x5555;
+	POST(p->l.cq, fi_tsend(p->l.ep, &msg, sizeof(msg), NULL, peer_addr(p), 5, &msg));
+	wait_op(p, &msg, FI_SEND | FI_TAGGED, "tsend");
+	barrier(p);
+}
+
+static void armed_b(struct peer *p, void *arg)
+{
+	struct win w;
+	win_reg(p, &w, 256, FI_REMOTE_WRITE, 15);
+	uint64_t got = 0;
+	CHECK(fi_trecv(p->l.ep, &got, sizeof(got), NULL, peer_addr(p), 5, 0, &got));
+	win_tell(p, 0, &w);
+	for (int i = 0; i < 20; i++) {
+		struct fi_cq_tagged_entry e;
+		int ret = wait_cq(p->l.cq, &e, NULL, NULL, WAIT_MS);
+		EXPECT(ret == 0, "remote completion %d: %d", i, ret);
+		EXPECT(e.flags == (FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA) && e.data == 1000 + (uint64_t)i,
+		       "entry %d: flags %#llx data %llu", i, (unsigned long long)e.flags, (unsigned long long)e.data);
+		EXPECT_PATTERN(w.buf, 256, 60 + i);
+	}
+	wait_op(p, &got, FI_RECV | FI_TAGGED, "trecv");
+	EXPECT(got == 0x5555, "received %#llx", (unsigned long long)got);
+	barrier(p);
+	win_close(&w);
+}
+
 static const struct subtest cases[] = {
+	{ .name = "armed", .a = armed_a, .b = armed_b, .opt_caps = RMA_CAPS },
 	{ .name = "counters", .a = cntr_a, .b = cntr_b, .opt_caps = RMA_CAPS | FI_RMA_EVENT, .counters = 2 },
 	{ .name = "sizes", .a = sizes_a, .b = sizes_b, .opt_caps = RMA_CAPS },
 	{ .name = "data", .a = data_a, .b = data_b, .opt_caps = RMA_CAPS },
