@@ -9,6 +9,7 @@
 #include "lnx_capi.h"
 #include "lnx_wait.h"
 #include "lnx_ops.h"
+#include "lnx_rma.h"
 #include "lnx_tp_lend.h"
 #include "_cgo_export.h"
 
@@ -204,8 +205,19 @@ static int domain_sep(struct fid_domain *d, struct fi_info *i, struct fid_ep **e
 static int domain_poll(struct fid_domain *d, struct fi_poll_attr *a, struct fid_poll **p) { return lnx_poll_open(d, a, p); }
 static int domain_stx(struct fid_domain *d, struct fi_tx_attr *a, struct fid_stx **s, void *c) { return -FI_ENOSYS; }
 static int domain_srx(struct fid_domain *d, struct fi_rx_attr *a, struct fid_ep **r, void *c) { return -FI_ENOSYS; }
+/* fi_query_atomic: FI_FETCH_ATOMIC / FI_COMPARE_ATOMIC pick the call. */
 static int domain_qatomic(struct fid_domain *d, enum fi_datatype dt, enum fi_op op,
-			  struct fi_atomic_attr *a, uint64_t f) { return -FI_EOPNOTSUPP; }
+			  struct fi_atomic_attr *a, uint64_t f)
+{
+	if (!a || (f & FI_FETCH_ATOMIC && f & FI_COMPARE_ATOMIC))
+		return -FI_EINVAL;
+	size_t size = 0;
+	int kind = (f & FI_COMPARE_ATOMIC) ? LNX_OP_COMPARE : (f & FI_FETCH_ATOMIC) ? LNX_OP_FETCH : 0;
+	int ret = lnx_go_atomic_valid(dt, op, kind, &a->count, &size);
+	if (ret == 0)
+		a->size = size;
+	return ret;
+}
 static int domain_qcoll(struct fid_domain *d, enum fi_collective_op c,
 			struct fi_collective_attr *a, uint64_t f) { return -FI_EOPNOTSUPP; }
 
@@ -734,22 +746,140 @@ static struct fi_ops_tagged ep_tagged_ops = {
 	.senddata = tag_senddata, .injectdata = tag_injectdata,
 };
 
-/* RMA and atomics are not offered (caps say so); the tables exist so a
- * stray call returns -FI_ENOSYS instead of jumping through NULL. */
-static ssize_t rma_nosys_read(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t a, uint64_t addr, uint64_t key, void *ctx) { return -FI_ENOSYS; }
-static ssize_t rma_nosys_readv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count, fi_addr_t a, uint64_t addr, uint64_t key, void *ctx) { return -FI_ENOSYS; }
-static ssize_t rma_nosys_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags) { return -FI_ENOSYS; }
-static ssize_t rma_nosys_write(struct fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t a, uint64_t addr, uint64_t key, void *ctx) { return -FI_ENOSYS; }
-static ssize_t rma_nosys_writev(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count, fi_addr_t a, uint64_t addr, uint64_t key, void *ctx) { return -FI_ENOSYS; }
-static ssize_t rma_nosys_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags) { return -FI_ENOSYS; }
-static ssize_t rma_nosys_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t a, uint64_t addr, uint64_t key) { return -FI_ENOSYS; }
-static ssize_t rma_nosys_writedata(struct fid_ep *ep, const void *buf, size_t len, void *desc, uint64_t data, fi_addr_t a, uint64_t addr, uint64_t key, void *ctx) { return -FI_ENOSYS; }
-static ssize_t rma_nosys_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_addr_t a, uint64_t addr, uint64_t key) { return -FI_ENOSYS; }
+/* One-sided operations: every RMA variant becomes one lnx_go_rma, every
+ * atomic variant one lnx_go_atomic (lnx/rma.go, lnx/atomic.go). One
+ * rma_iov and one ioc per operation (rma_iov_limit is 1). */
+static ssize_t do_rma(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count, fi_addr_t a,
+		      uint64_t addr, uint64_t key, uint64_t data, uint64_t flags, void *ctx, int kind)
+{
+	struct lnx_ep *e = (struct lnx_ep *)(void *)ep;
+	return lnx_go_rma(e->h, (struct iovec *)iov, desc, count, a, addr, key, data, flags, ctx, kind);
+}
+static ssize_t do_rmamsg(struct fid_ep *ep, const struct fi_msg_rma *m, uint64_t flags, int kind)
+{
+	if (!m || m->rma_iov_count != 1 || !m->rma_iov)
+		return -FI_EINVAL;
+	return do_rma(ep, m->msg_iov, m->desc, m->iov_count, m->addr, m->rma_iov[0].addr, m->rma_iov[0].key,
+		      m->data, flags, m->context, kind | LNX_OP_EXPLICIT | ((flags & FI_REMOTE_CQ_DATA) ? LNX_OP_DATA : 0));
+}
+static ssize_t rma_read(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t a, uint64_t addr, uint64_t key, void *ctx)
+{ ONE_IOV(buf, len); return do_rma(ep, &one, &desc, 1, a, addr, key, 0, 0, ctx, LNX_OP_READ); }
+static ssize_t rma_readv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count, fi_addr_t a, uint64_t addr, uint64_t key, void *ctx)
+{ return do_rma(ep, iov, desc, count, a, addr, key, 0, 0, ctx, LNX_OP_READ); }
+static ssize_t rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma *m, uint64_t flags)
+{ return do_rmamsg(ep, m, flags, LNX_OP_READ); }
+static ssize_t rma_write(struct fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t a, uint64_t addr, uint64_t key, void *ctx)
+{ ONE_IOV(buf, len); return do_rma(ep, &one, &desc, 1, a, addr, key, 0, 0, ctx, 0); }
+static ssize_t rma_writev(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count, fi_addr_t a, uint64_t addr, uint64_t key, void *ctx)
+{ return do_rma(ep, iov, desc, count, a, addr, key, 0, 0, ctx, 0); }
+static ssize_t rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *m, uint64_t flags)
+{ return do_rmamsg(ep, m, flags, 0); }
+static ssize_t rma_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t a, uint64_t addr, uint64_t key)
+{ ONE_IOV(buf, len); return do_rma(ep, &one, NULL, 1, a, addr, key, 0, 0, NULL, LNX_OP_INJECT); }
+static ssize_t rma_writedata(struct fid_ep *ep, const void *buf, size_t len, void *desc, uint64_t data, fi_addr_t a, uint64_t addr, uint64_t key, void *ctx)
+{ ONE_IOV(buf, len); return do_rma(ep, &one, &desc, 1, a, addr, key, data, 0, ctx, LNX_OP_DATA); }
+static ssize_t rma_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint64_t data, fi_addr_t a, uint64_t addr, uint64_t key)
+{ ONE_IOV(buf, len); return do_rma(ep, &one, NULL, 1, a, addr, key, data, 0, NULL, LNX_OP_INJECT | LNX_OP_DATA); }
 static struct fi_ops_rma ep_rma_ops = {
-	.size = sizeof(struct fi_ops_rma), .read = rma_nosys_read, .readv = rma_nosys_readv,
-	.readmsg = rma_nosys_readmsg, .write = rma_nosys_write, .writev = rma_nosys_writev,
-	.writemsg = rma_nosys_writemsg, .inject = rma_nosys_inject, .writedata = rma_nosys_writedata,
-	.injectdata = rma_nosys_injectdata,
+	.size = sizeof(struct fi_ops_rma), .read = rma_read, .readv = rma_readv,
+	.readmsg = rma_readmsg, .write = rma_write, .writev = rma_writev,
+	.writemsg = rma_writemsg, .inject = rma_inject, .writedata = rma_writedata,
+	.injectdata = rma_injectdata,
+};
+
+static ssize_t do_atomic(struct fid_ep *ep, const void *buf, size_t count, void *desc, const void *cmp, void *res,
+			 fi_addr_t a, uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op,
+			 uint64_t data, uint64_t flags, void *ctx, int kind)
+{
+	struct lnx_ep *e = (struct lnx_ep *)(void *)ep;
+	return lnx_go_atomic(e->h, (void *)buf, count, desc, (void *)cmp, res, a, addr, key, dt, op, data, flags, ctx, kind);
+}
+/* The single-ioc forms of the vector and msg calls. */
+#define LNX_ONE_IOC(v, n) do { if ((n) != 1 || !(v)) return -FI_EINVAL; } while (0)
+static ssize_t do_atomicmsg(struct fid_ep *ep, const struct fi_msg_atomic *m, const struct fi_ioc *cmp, size_t ncmp,
+			    struct fi_ioc *res, size_t nres, uint64_t flags, int kind)
+{
+	if (!m)
+		return -FI_EINVAL;
+	LNX_ONE_IOC(m->msg_iov, m->iov_count);
+	LNX_ONE_IOC(m->rma_iov, m->rma_iov_count);
+	if (kind & LNX_OP_COMPARE)
+		LNX_ONE_IOC(cmp, ncmp);
+	if (kind & (LNX_OP_FETCH | LNX_OP_COMPARE))
+		LNX_ONE_IOC(res, nres);
+	if (m->rma_iov[0].count != m->msg_iov[0].count)
+		return -FI_EINVAL;
+	return do_atomic(ep, m->msg_iov[0].addr, m->msg_iov[0].count, m->desc ? m->desc[0] : NULL,
+			 cmp ? cmp[0].addr : NULL, res ? res[0].addr : NULL, m->addr, m->rma_iov[0].addr,
+			 m->rma_iov[0].key, m->datatype, m->op, m->data, flags, m->context,
+			 kind | LNX_OP_EXPLICIT | ((flags & FI_REMOTE_CQ_DATA) ? LNX_OP_DATA : 0));
+}
+static ssize_t at_write(struct fid_ep *ep, const void *buf, size_t count, void *desc, fi_addr_t a,
+			uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op, void *ctx)
+{ return do_atomic(ep, buf, count, desc, NULL, NULL, a, addr, key, dt, op, 0, 0, ctx, 0); }
+static ssize_t at_writev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count, fi_addr_t a,
+			 uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op, void *ctx)
+{
+	LNX_ONE_IOC(iov, count);
+	return do_atomic(ep, iov[0].addr, iov[0].count, desc ? desc[0] : NULL, NULL, NULL, a, addr, key, dt, op, 0, 0, ctx, 0);
+}
+static ssize_t at_writemsg(struct fid_ep *ep, const struct fi_msg_atomic *m, uint64_t flags)
+{ return do_atomicmsg(ep, m, NULL, 0, NULL, 0, flags, 0); }
+static ssize_t at_inject(struct fid_ep *ep, const void *buf, size_t count, fi_addr_t a, uint64_t addr, uint64_t key,
+			 enum fi_datatype dt, enum fi_op op)
+{ return do_atomic(ep, buf, count, NULL, NULL, NULL, a, addr, key, dt, op, 0, 0, NULL, LNX_OP_INJECT); }
+static ssize_t at_readwrite(struct fid_ep *ep, const void *buf, size_t count, void *desc, void *res, void *res_desc,
+			    fi_addr_t a, uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op, void *ctx)
+{ return do_atomic(ep, buf, count, desc, NULL, res, a, addr, key, dt, op, 0, 0, ctx, LNX_OP_FETCH); }
+static ssize_t at_readwritev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
+			     struct fi_ioc *resv, void **res_desc, size_t res_count, fi_addr_t a, uint64_t addr,
+			     uint64_t key, enum fi_datatype dt, enum fi_op op, void *ctx)
+{
+	LNX_ONE_IOC(iov, count);
+	LNX_ONE_IOC(resv, res_count);
+	return do_atomic(ep, iov[0].addr, iov[0].count, desc ? desc[0] : NULL, NULL, resv[0].addr, a, addr, key,
+			 dt, op, 0, 0, ctx, LNX_OP_FETCH);
+}
+static ssize_t at_readwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *m, struct fi_ioc *resv,
+			       void **res_desc, size_t res_count, uint64_t flags)
+{ return do_atomicmsg(ep, m, NULL, 0, resv, res_count, flags, LNX_OP_FETCH); }
+static ssize_t at_compwrite(struct fid_ep *ep, const void *buf, size_t count, void *desc, const void *cmp,
+			    void *cmp_desc, void *res, void *res_desc, fi_addr_t a, uint64_t addr, uint64_t key,
+			    enum fi_datatype dt, enum fi_op op, void *ctx)
+{ return do_atomic(ep, buf, count, desc, cmp, res, a, addr, key, dt, op, 0, 0, ctx, LNX_OP_COMPARE); }
+static ssize_t at_compwritev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
+			     const struct fi_ioc *cmpv, void **cmp_desc, size_t cmp_count, struct fi_ioc *resv,
+			     void **res_desc, size_t res_count, fi_addr_t a, uint64_t addr, uint64_t key,
+			     enum fi_datatype dt, enum fi_op op, void *ctx)
+{
+	LNX_ONE_IOC(iov, count);
+	LNX_ONE_IOC(cmpv, cmp_count);
+	LNX_ONE_IOC(resv, res_count);
+	return do_atomic(ep, iov[0].addr, iov[0].count, desc ? desc[0] : NULL, cmpv[0].addr, resv[0].addr, a, addr,
+			 key, dt, op, 0, 0, ctx, LNX_OP_COMPARE);
+}
+static ssize_t at_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *m, const struct fi_ioc *cmpv,
+			       void **cmp_desc, size_t cmp_count, struct fi_ioc *resv, void **res_desc,
+			       size_t res_count, uint64_t flags)
+{ return do_atomicmsg(ep, m, cmpv, cmp_count, resv, res_count, flags, LNX_OP_COMPARE); }
+static int at_valid(enum fi_datatype dt, enum fi_op op, size_t *count, int kind)
+{
+	if (!count)
+		return -FI_EINVAL;
+	return lnx_go_atomic_valid(dt, op, kind, count, NULL);
+}
+static int at_writevalid(struct fid_ep *ep, enum fi_datatype dt, enum fi_op op, size_t *count)
+{ return at_valid(dt, op, count, 0); }
+static int at_readwritevalid(struct fid_ep *ep, enum fi_datatype dt, enum fi_op op, size_t *count)
+{ return at_valid(dt, op, count, LNX_OP_FETCH); }
+static int at_compwritevalid(struct fid_ep *ep, enum fi_datatype dt, enum fi_op op, size_t *count)
+{ return at_valid(dt, op, count, LNX_OP_COMPARE); }
+static struct fi_ops_atomic ep_atomic_ops = {
+	.size = sizeof(struct fi_ops_atomic), .write = at_write, .writev = at_writev, .writemsg = at_writemsg,
+	.inject = at_inject, .readwrite = at_readwrite, .readwritev = at_readwritev,
+	.readwritemsg = at_readwritemsg, .compwrite = at_compwrite, .compwritev = at_compwritev,
+	.compwritemsg = at_compwritemsg, .writevalid = at_writevalid, .readwritevalid = at_readwritevalid,
+	.compwritevalid = at_compwritevalid,
 };
 
 /*
@@ -791,7 +921,7 @@ void lnx_init_ep(struct lnx_ep *e, lnx_handle h, void *context)
 	e->ep.msg = &ep_msg_ops;
 	e->ep.tagged = &ep_tagged_ops;
 	e->ep.rma = &ep_rma_ops;
-	e->ep.atomic = &lnx_ep_atomic_ops;	   /* nosys.c */
+	e->ep.atomic = &ep_atomic_ops;
 	e->ep.collective = &lnx_ep_collective_ops; /* nosys.c */
 	e->h = h;
 }

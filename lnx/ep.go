@@ -70,6 +70,7 @@ type Endpoint struct {
 	netLast time.Duration // since t0, when a quiet network core was last polled
 	t0      time.Time
 	pulls   map[*pendingPull]struct{} // network pulls in flight
+	rma     *rmaState                 // one-sided operations (rma.go), nil until used
 
 	// Hot-path scratch, to keep small messages allocation-free.
 	arriveFn  func(*shm.Arrival) bool

@@ -19,11 +19,20 @@ const FabricName = "lnx"
 // Caps lnx offers on every link. FI_HMEM is added only when a device
 // runtime is present (see hmemCaps).
 const baseCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.DIRECTED_RECV |
-	fi.LOCAL_COMM | fi.REMOTE_COMM | fi.SOURCE | fi.MULTI_RECV
+	fi.LOCAL_COMM | fi.REMOTE_COMM | fi.SOURCE | fi.MULTI_RECV | oneSidedCaps
 
-const txCapMask = fi.MSG | fi.TAGGED | fi.SEND | fi.HMEM | fi.LOCAL_COMM | fi.REMOTE_COMM
-const rxCapMask = fi.MSG | fi.TAGGED | fi.RECV | fi.DIRECTED_RECV | fi.SOURCE | fi.HMEM | fi.LOCAL_COMM | fi.REMOTE_COMM | fi.MULTI_RECV |
-	fi.TAGGED_DIRECTED_RECV | fi.EXACT_DIRECTED_RECV
+// oneSidedCaps: RMA and atomics, executed by the target over every core
+// (rma.go), so offered on every link.
+const oneSidedCaps = fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
+
+const txCapMask = fi.MSG | fi.TAGGED | fi.SEND | fi.HMEM | fi.LOCAL_COMM | fi.REMOTE_COMM |
+	fi.RMA | fi.ATOMIC | fi.READ | fi.WRITE
+const rxCapMask = fi.MSG | fi.TAGGED | fi.RECV | fi.DIRECTED_RECV | fi.SOURCE | fi.HMEM | fi.LOCAL_COMM | fi.REMOTE_COMM |
+	fi.MULTI_RECV | fi.TAGGED_DIRECTED_RECV | fi.EXACT_DIRECTED_RECV |
+	fi.RMA | fi.ATOMIC | fi.REMOTE_READ | fi.REMOTE_WRITE | fi.RMA_EVENT
+
+// rmaIovLimit: one remote address range per operation.
+const rmaIovLimit = 1
 
 // capsFor is what lnx reports for an application that asked for API
 // version, and what it grants beyond that when asked. From 2.0 bits 45 and
@@ -233,7 +242,7 @@ func (l *Link) Info(version uint32) fi.Info {
 		Caps: caps, AddrFormat: fi.FORMAT_UNSPEC,
 		HasTx: true, HasRx: true, HasEP: true, HasDomain: true, HasFabric: true,
 		Tx: fi.TxAttr{Caps: caps & txCapMask, MsgOrder: l.lim.msgOrder, CompOrder: fi.ORDER_NONE,
-			InjectSize: l.lim.inject, Size: l.lim.txSize, IovLimit: l.lim.iov},
+			InjectSize: l.lim.inject, Size: l.lim.txSize, IovLimit: l.lim.iov, RmaIovLimit: rmaIovLimit},
 		Rx: fi.RxAttr{Caps: caps & rxCapMask, MsgOrder: l.lim.msgOrder, CompOrder: fi.ORDER_NONE,
 			Size: l.lim.rxSize, IovLimit: l.lim.iov},
 		EP: fi.EPAttr{Type: fi.EP_RDM, MaxMsgSize: l.lim.maxMsg, MemTagFormat: 0xaaaaaaaaaaaaaaaa,
@@ -376,8 +385,8 @@ func applyHints(in *fi.Info, h *fi.Info, version uint32) string {
 			return fmt.Sprintf("tx size %d > %d", h.Tx.Size, in.Tx.Size)
 		case h.Tx.IovLimit > in.Tx.IovLimit:
 			return fmt.Sprintf("tx iov_limit %d > %d", h.Tx.IovLimit, in.Tx.IovLimit)
-		case h.Tx.RmaIovLimit > 0:
-			return "RMA not supported"
+		case h.Tx.RmaIovLimit > in.Tx.RmaIovLimit:
+			return fmt.Sprintf("rma_iov_limit %d > %d", h.Tx.RmaIovLimit, in.Tx.RmaIovLimit)
 		}
 		if extra := h.Tx.OpFlags &^ txOpFlags; extra != 0 {
 			return fmt.Sprintf("tx op_flags %#x not supported", extra)

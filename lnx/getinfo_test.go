@@ -96,7 +96,7 @@ func TestGetInfoHints(t *testing.T) {
 		t.Errorf("hints not honoured: %+v", in.Domain)
 	}
 	bad := map[string]func(h *fi.Info){
-		"rma":         func(h *fi.Info) { h.Caps = fi.RMA },
+		"rma iov":     func(h *fi.Info) { h.Tx.RmaIovLimit = 4 },
 		"ep msg":      func(h *fi.Info) { h.EP.Type = fi.EP_MSG },
 		"sockaddr":    func(h *fi.Info) { h.AddrFormat = 2 },
 		"inject":      func(h *fi.Info) { h.Tx.InjectSize = 1 << 30 },

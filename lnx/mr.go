@@ -37,6 +37,7 @@ type MR struct {
 	Key    uint64 // the key fi_mr_key reports
 	base   uintptr
 	len    uint64
+	segs   []Buf    // the registered pieces of a several-iov MR (nil: one piece)
 	core   *coreReg // per-core registrations of a host MR; nil otherwise
 	closed atomic.Bool
 }
@@ -92,6 +93,9 @@ func (d *Domain) RegMR(a MRAttr) (*MR, error) {
 	if hi > lo {
 		m.base, m.len = lo, uint64(hi-lo)
 	}
+	if len(a.Iov) > 1 {
+		m.segs = append([]Buf(nil), a.Iov...)
+	}
 	switch {
 	case a.Iface == hmem.System:
 	case a.Iface == hmem.CUDA || a.Iface == hmem.ROCR:
@@ -121,8 +125,8 @@ func (d *Domain) RegMR(a MRAttr) (*MR, error) {
 	return m, nil
 }
 
-// Registration flags lnx accepts (FI_RMA_EVENT and the like are for RMA
-// targets, which lnx does not offer, and do no harm; the FI_HMEM_* flags
+// Registration flags lnx accepts (FI_RMA_EVENT asks for remote events,
+// which lnx raises through the endpoint's counters and CQ; the FI_HMEM_* flags
 // describe how a buffer was allocated, which lnx learns from its iface).
 // FI_MR_DMABUF is refused: mr_iov then points at a dmabuf descriptor.
 const (

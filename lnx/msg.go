@@ -689,6 +689,7 @@ func (e *Endpoint) deliver(r *recvCtx, src, size uint64, hdr msgHdr, data []byte
 func (e *Endpoint) onPullDone(rv *ofi.Rendezvous, n uint64, err error) {
 	p, ok := rv.Context().(*pendingPull)
 	if !ok {
+		e.rmaPullDone(rv, n, err)
 		return
 	}
 	delete(e.pulls, p)
@@ -822,7 +823,7 @@ func (e *Endpoint) needsPoll() bool {
 // read for Go while a receive is armed (arm.go).
 func (e *Endpoint) needsLocalPoll() bool {
 	return len(e.acks) > 0 || e.ipcSends > 0 || len(e.sends) > 0 || len(e.pulls) > 0 || len(e.retire) > 0 ||
-		e.shm != nil && !e.shm.Quiet()
+		e.shm != nil && !e.shm.Quiet() || e.rma != nil && e.rma.busy()
 }
 
 // kickIfBusy tells the CQs' gates, after an operation, that progress has
@@ -853,6 +854,9 @@ func (e *Endpoint) progressLocked() {
 		return
 	}
 	e.takeQueued()
+	if e.rma != nil && len(e.rma.out) > 0 {
+		e.rmaFlush()
+	}
 	if e.shm != nil {
 		e.shm.Poll(e.arriveFn, e.sendDone)
 		if len(e.acks) > 0 {
@@ -906,6 +910,7 @@ const (
 func (e *Endpoint) onSendDone(id uint64, err error) {
 	s, ok := e.sends[id]
 	if !ok {
+		e.rmaSendDone(id)
 		return
 	}
 	delete(e.sends, id)
@@ -921,6 +926,9 @@ func (e *Endpoint) onSendDone(id uint64, err error) {
 // the sender's ring fills and it sees -FI_EAGAIN: flow control instead of
 // unbounded buffering.
 func (e *Endpoint) onArrival(a *shm.Arrival) bool {
+	if a.Hdr.Flags&hdrRMA != 0 {
+		return e.onRMAShm(a)
+	}
 	return e.arrive(e.shmSource(a.Src), msgHdr(a.Hdr), a.Size, a.Eager, rndv{shm: a.Rndv}, kindShm)
 }
 
@@ -944,7 +952,10 @@ func (e *Endpoint) netArrival(t *ofi.Transport, ti int) func(*ofi.Arrival) bool 
 			rv = rndv{net: a.Rndv, t: t, ti: ti}
 		}
 		e.lastNet = a.Peer
-		if a.Hdr.Flags&hdrSeq != 0 {
+		if a.Hdr.Flags&(hdrSeq|hdrRMA) != 0 {
+			if a.Hdr.Flags&hdrRMA != 0 {
+				return e.onRMANet(t, ti, a)
+			}
 			return e.arriveSeq(e.av.byNetID(a.Src), msgHdr(a.Hdr), a.Size, a.Eager, rv)
 		}
 		return e.arrive(e.av.byNetID(a.Src), msgHdr(a.Hdr), a.Size, a.Eager, rv, kindNet)

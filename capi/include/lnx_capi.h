@@ -197,8 +197,7 @@ struct lnx_ep *lnx_alloc_ep(void);
 void lnx_init_ep(struct lnx_ep *e, lnx_handle h, void *context);
 void lnx_free_ep(struct lnx_ep *e);
 struct fid_av *lnx_new_av(lnx_handle h, void *context);
-/* Atomic and collective ops answering -FI_ENOSYS (nosys.c). */
-extern struct fi_ops_atomic lnx_ep_atomic_ops;
+/* Collective ops answering -FI_ENOSYS (nosys.c). */
 extern struct fi_ops_collective lnx_ep_collective_ops;
 /* Event queues (eq.c), C only. */
 int lnx_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq, void *context);

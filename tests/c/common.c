@@ -271,8 +271,10 @@ void lnx_open(struct lnx *l, const struct lnx_opts *o)
 	CHECK(fi_ep_bind(l->ep, &l->av->fid, 0));
 	CHECK(fi_ep_bind(l->ep, &l->cq->fid, FI_TRANSMIT | FI_RECV));
 	if (o->counters) {
-		CHECK(fi_ep_bind(l->ep, &l->tx_cntr->fid, FI_SEND));
-		CHECK(fi_ep_bind(l->ep, &l->rx_cntr->fid, FI_RECV));
+		/* counters == 2: the one-sided events too (FI_RMA_EVENT). */
+		CHECK(fi_ep_bind(l->ep, &l->tx_cntr->fid, FI_SEND | (o->counters == 2 ? FI_WRITE | FI_READ : 0)));
+		CHECK(fi_ep_bind(l->ep, &l->rx_cntr->fid,
+				 FI_RECV | (o->counters == 2 ? FI_REMOTE_WRITE | FI_REMOTE_READ : 0)));
 	}
 	CHECK(fi_enable(l->ep));
 
@@ -697,7 +699,9 @@ child_main(const char *name, int rank, int n, int socks[MAX_RANKS][MAX_RANKS][2]
 		g_child_setup(rank);
 
 	if (opts && opts->distinct_nodes) {
-		snprintf(id, sizeof(id), "lnx-test-node-%d-%d", (int)getppid(), rank);
+		/* distinct_nodes > 1: that many consecutive ranks per node. */
+		snprintf(id, sizeof(id), "lnx-test-node-%d-%d", (int)getppid(),
+			 rank / (opts->distinct_nodes > 1 ? opts->distinct_nodes : 1));
 		setenv("FI_LNX_NODE_ID", id, 1);
 	}
 

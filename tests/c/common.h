@@ -142,9 +142,12 @@ struct lnx_opts {
 	uint64_t caps;		   /* 0 = default lnx_hints() caps */
 	int mr_mode;		   /* 0 = default lnx_hints() mr_mode */
 	size_t cq_size;		   /* 0 = the provider's default */
-	int counters;		   /* open and bind a send and a recv counter */
+	int counters;		   /* open and bind a send and a recv counter;
+				      2: also FI_WRITE|FI_READ on the send one and
+				      FI_REMOTE_WRITE|FI_REMOTE_READ on the recv one */
 	int distinct_nodes;	   /* harness: give each rank its own FI_LNX_NODE_ID
-				      so lnx treats peers as remote (network core) */
+				      so lnx treats peers as remote (network core);
+				      n > 1: n consecutive ranks share a node */
 };
 
 struct lnx {

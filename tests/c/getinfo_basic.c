@@ -29,7 +29,9 @@ static void check_lnx_entry(const struct fi_info *i)
 	EXPECT((i->caps & BASE_CAPS) == BASE_CAPS, "caps %s",
 	       fi_tostr_r(buf, sizeof(buf), &i->caps, FI_TYPE_CAPS));
 	EXPECT(i->addr_format == FI_FORMAT_UNSPEC, "addr_format %u", i->addr_format);
-	EXPECT(!(i->caps & (FI_RMA | FI_ATOMIC)), "no RMA/atomics offered");
+	/* Asked for or not, rma_iov_limit is what one-sided calls take. */
+	if (i->caps & FI_RMA)
+		EXPECT(i->tx_attr->rma_iov_limit == 1, "rma_iov_limit %zu", i->tx_attr->rma_iov_limit);
 	EXPECT(i->tx_attr->inject_size > 0, "inject_size %zu", i->tx_attr->inject_size);
 	EXPECT(i->ep_attr->max_msg_size > 0, "max_msg_size");
 	EXPECT(i->tx_attr->iov_limit >= 1 && i->rx_attr->iov_limit >= 1, "iov_limit %zu/%zu",
@@ -37,6 +39,34 @@ static void check_lnx_entry(const struct fi_info *i)
 	EXPECT(i->tx_attr->size > 0 && i->rx_attr->size > 0, "queue sizes");
 	EXPECT((i->tx_attr->caps & ~i->caps) == 0, "tx caps subset of caps");
 	EXPECT((i->rx_attr->caps & ~i->caps) == 0, "rx caps subset of caps");
+}
+
+/* One-sided operations work over every core (target-executed): offered
+ * without hints, granted when hints ask. */
+static void check_one_sided(struct fi_info *i)
+{
+	char buf[512];
+	const uint64_t one_sided = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+	EXPECT((i->caps & one_sided) == one_sided, "one-sided caps %s",
+	       fi_tostr_r(buf, sizeof(buf), &i->caps, FI_TYPE_CAPS));
+	EXPECT(i->tx_attr->rma_iov_limit == 1, "rma_iov_limit %zu", i->tx_attr->rma_iov_limit);
+	const uint64_t tx = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE, rx = FI_REMOTE_READ | FI_REMOTE_WRITE;
+	EXPECT((i->tx_attr->caps & tx) == tx, "tx caps %s", fi_tostr_r(buf, sizeof(buf), &i->tx_attr->caps, FI_TYPE_CAPS));
+	EXPECT((i->rx_attr->caps & rx) == rx, "rx caps %s", fi_tostr_r(buf, sizeof(buf), &i->rx_attr->caps, FI_TYPE_CAPS));
+}
+
+static void test_one_sided_hints(void)
+{
+	struct fi_info *hints = lnx_hints(), *info = NULL;
+	hints->caps |= FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+	hints->tx_attr->rma_iov_limit = 1;
+	set_links(LINK_TCP);
+	CHECK(lnx_getinfo(hints, &info));
+	for (struct fi_info *i = info; i; i = i->next)
+		check_one_sided(i);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+	note("one-sided hints granted: ok");
 }
 
 static void test_no_hints(void)
@@ -52,6 +82,7 @@ static void test_no_hints(void)
 			continue;
 		lnx++;
 		check_lnx_entry(i);
+		check_one_sided(i);
 		EXPECT(!strcmp(i->domain_attr->name, LINK_TCP), "domain %s", i->domain_attr->name);
 	}
 	EXPECT(lnx == 1, "%d lnx entries without hints for links %s", lnx, LINK_TCP);
@@ -256,6 +287,7 @@ int main(void)
 {
 	snprintf(g_role, sizeof(g_role), "getinfo_basic");
 	test_no_hints();
+	test_one_sided_hints();
 	test_default_links();
 	test_ompi_hints(LINK_TCP);
 	test_ompi_hints(LINK_SHM);

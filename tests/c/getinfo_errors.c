@@ -15,7 +15,7 @@
  *  - "" and unset mean the default link (success)
  *  - unknown provider ("shm+nosuchprov") or domain -> -FI_ENODATA
  *  - a group with an unknown provider next to a good one is skipped
- *  - unsatisfiable hints (FI_RMA, FI_ATOMIC, FI_EP_MSG, FI_SOCKADDR_IN,
+ *  - unsatisfiable hints (FI_COLLECTIVE, rma_iov_limit 2, FI_EP_MSG, FI_SOCKADDR_IN,
  *    inject_size 1<<30, unknown domain name, fabric "bogus", ...) -> -FI_ENODATA
  *  - nonsense hints (threading 99, av_type 55, resource_mgmt 77, every
  *    op_flags bit on tx or rx, src_addr or dest_addr of the wrong
@@ -168,9 +168,8 @@ static void links_ok(const char *links, int nentries, const char *first)
 }
 
 typedef void (*hint_fn)(struct fi_info *h);
-static void h_rma(struct fi_info *h) { h->caps |= FI_RMA; }
-static void h_atomic(struct fi_info *h) { h->caps |= FI_ATOMIC; }
-static void h_rma_atomic(struct fi_info *h) { h->caps |= FI_RMA | FI_ATOMIC; }
+static void h_collective(struct fi_info *h) { h->caps |= FI_COLLECTIVE; }
+static void h_rma_iov(struct fi_info *h) { h->caps |= FI_RMA; h->tx_attr->rma_iov_limit = 2; }
 static void h_ep_msg(struct fi_info *h) { h->ep_attr->type = FI_EP_MSG; }
 static void h_ep_dgram(struct fi_info *h) { h->ep_attr->type = FI_EP_DGRAM; }
 static void h_sockaddr(struct fi_info *h) { h->addr_format = FI_SOCKADDR_IN; }
@@ -323,9 +322,8 @@ int main(void)
 		const char *what;
 		hint_fn fn;
 	} hc[] = {
-		{ "caps FI_RMA", h_rma },
-		{ "caps FI_ATOMIC", h_atomic },
-		{ "caps FI_RMA|FI_ATOMIC", h_rma_atomic },
+		{ "caps FI_COLLECTIVE", h_collective },
+		{ "FI_RMA with rma_iov_limit 2", h_rma_iov },
 		{ "ep_type FI_EP_MSG", h_ep_msg },
 		{ "ep_type FI_EP_DGRAM", h_ep_dgram },
 		{ "addr_format FI_SOCKADDR_IN", h_sockaddr },

@@ -3,19 +3,16 @@
  * -FI_ENODATA (fi_getinfo), -FI_ENOSYS or -FI_EOPNOTSUPP (calls), never a
  * hang or a crash. argv[1]: shm or link.
  *
- *  - fi_getinfo hints for FI_EP_MSG, FI_EP_DGRAM, FI_TRIGGER, FI_RMA,
- *    FI_ATOMIC, scalable endpoints (tx/rx_ctx_cnt 2) and shared contexts
+ *  - fi_getinfo hints for FI_EP_MSG, FI_EP_DGRAM, FI_TRIGGER,
+ *    FI_COLLECTIVE, scalable endpoints (tx/rx_ctx_cnt 2) and shared contexts
  *    (FI_SHARED_CONTEXT): -FI_ENODATA
  *  - fi_endpoint with an fi_info changed to FI_EP_MSG or FI_EP_DGRAM,
  *    fi_scalable_ep, fi_stx_context, fi_srx_context, fi_passive_ep,
  *    fi_tx_context/fi_rx_context, the connection calls (fi_connect,
- *    fi_accept, fi_shutdown, fi_getpeer, fi_setname, fi_join), RMA and
- *    atomic operations, fi_atomicvalid, fi_query_atomic, fi_barrier,
+ *    fi_accept, fi_shutdown, fi_getpeer, fi_setname, fi_join), fi_barrier,
  *    fi_av_set and triggered sends (FI_TRIGGER), with no completion
  */
-#include <rdma/fi_atomic.h>
 #include <rdma/fi_collective.h>
-#include <rdma/fi_rma.h>
 #include <rdma/fi_trigger.h>
 
 #include "common.h"
@@ -47,8 +44,7 @@ static void hints_refused(const char *what, void (*change)(struct fi_info *))
 static void h_msg(struct fi_info *h) { h->ep_attr->type = FI_EP_MSG; }
 static void h_dgram(struct fi_info *h) { h->ep_attr->type = FI_EP_DGRAM; }
 static void h_trigger(struct fi_info *h) { h->caps |= FI_TRIGGER; }
-static void h_rma(struct fi_info *h) { h->caps |= FI_RMA; }
-static void h_atomic(struct fi_info *h) { h->caps |= FI_ATOMIC; }
+static void h_coll(struct fi_info *h) { h->caps |= FI_COLLECTIVE; }
 static void h_sep(struct fi_info *h) { h->ep_attr->tx_ctx_cnt = 2; h->ep_attr->rx_ctx_cnt = 2; }
 static void h_shared(struct fi_info *h) { h->caps |= FI_SHARED_AV; h->ep_attr->tx_ctx_cnt = FI_SHARED_CONTEXT; }
 
@@ -63,8 +59,7 @@ int main(int argc, char **argv)
 	hints_refused("FI_EP_MSG", h_msg);
 	hints_refused("FI_EP_DGRAM", h_dgram);
 	hints_refused("FI_TRIGGER", h_trigger);
-	hints_refused("FI_RMA", h_rma);
-	hints_refused("FI_ATOMIC", h_atomic);
+	hints_refused("FI_COLLECTIVE", h_coll);
 	hints_refused("tx/rx_ctx_cnt 2", h_sep);
 	hints_refused("FI_SHARED_CONTEXT", h_shared);
 
@@ -97,21 +92,8 @@ int main(int argc, char **argv)
 
 	fi_addr_t self;
 	CHECK_RC(fi_av_insert(l.av, l.name, 1, &self, 0, NULL), 1);
-	uint64_t buf[4] = { 0 }, res[4];
+	uint64_t buf[4] = { 0 };
 	int ctx;
-	REFUSED(fi_read(l.ep, buf, 8, NULL, self, 0, 0, &ctx));
-	REFUSED(fi_write(l.ep, buf, 8, NULL, self, 0, 0, &ctx));
-	REFUSED(fi_inject_write(l.ep, buf, 8, self, 0, 0));
-	REFUSED(fi_atomic(l.ep, buf, 1, NULL, self, 0, 0, FI_UINT64, FI_SUM, &ctx));
-	REFUSED(fi_fetch_atomic(l.ep, buf, 1, NULL, res, NULL, self, 0, 0, FI_UINT64, FI_SUM, &ctx));
-	REFUSED(fi_compare_atomic(l.ep, buf, 1, NULL, buf, NULL, res, NULL, self, 0, 0, FI_UINT64, FI_CSWAP, &ctx));
-	REFUSED(fi_inject_atomic(l.ep, buf, 1, self, 0, 0, FI_UINT64, FI_SUM));
-	size_t cnt;
-	REFUSED(fi_atomicvalid(l.ep, FI_UINT64, FI_SUM, &cnt));
-	REFUSED(fi_fetch_atomicvalid(l.ep, FI_UINT64, FI_SUM, &cnt));
-	REFUSED(fi_compare_atomicvalid(l.ep, FI_UINT64, FI_CSWAP, &cnt));
-	struct fi_atomic_attr aa;
-	REFUSED(fi_query_atomic(l.domain, FI_UINT64, FI_SUM, &aa, 0));
 	REFUSED(fi_barrier(l.ep, self, &ctx));
 	struct fid_av_set *set;
 	struct fi_av_set_attr sa = { .count = 1, .start_addr = self, .end_addr = self, .stride = 1 };

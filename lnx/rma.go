@@ -1,0 +1,802 @@
+package lnx
+
+import (
+	"encoding/binary"
+	"errors"
+	"unsafe"
+
+	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/lnx/logging"
+	"github.com/lnx-go/lnx-go/peers/ofi"
+	"github.com/lnx-go/lnx-go/shm"
+)
+
+// One-sided operations (FI_RMA, FI_ATOMIC) are executed by the target,
+// over lnx's own messaging on whichever core reaches the peer: the
+// initiator sends a request (an hdrRMA message whose payload starts with
+// an rmaHdr), the target checks key, range and access against its MR
+// table, performs the copy or the atomic under its domain's key lock
+// (which serializes every one-sided operation the process executes, so
+// atomics from any number of initiators are atomic), and answers; the
+// initiator completes on the answer, which gives delivery-complete
+// semantics for every operation.
+//
+// Small payloads travel inline with the request or the answer. Larger
+// ones go as a second hdrRMA|hdrBulk message, which the core moves like
+// any large message (CMA over shm, the network core's rendezvous): the
+// write data from the initiator's buffer into the target's memory, the
+// read data from the target's memory into the initiator's buffer. A
+// bulk message carries the operation id in Tag and its role in Data.
+//
+// Progress is manual on both sides: the target executes requests when the
+// application drives its endpoint (fi_cq_read, fi_cntr_read, ...).
+//
+// Requests and bulk messages to one peer use one core connection (the
+// shm ring, or a network peer's first rail) without PER_MSG sequencing,
+// so a write's data always follows its request.
+const (
+	hdrRMA  uint32 = 1 << 5 // a one-sided request or answer; not a message
+	hdrBulk uint32 = 1 << 6 // with hdrRMA: the data of an operation
+)
+
+// rmaHdr kinds.
+const (
+	rmaWrite  = 1
+	rmaRead   = 2
+	rmaAtomic = 3
+	rmaAnswer = 4
+)
+
+// rmaHdr flags.
+const (
+	rfCQData  = 1 << 0 // carries remote CQ data
+	rfBulk    = 1 << 1 // the data follows as a bulk message
+	rfFetch   = 1 << 2 // atomic: answer with the old values
+	rfCompare = 1 << 3 // atomic: compare operands follow the operands
+)
+
+// Roles of a bulk message (its Data).
+const (
+	bulkWrite = 1 // write data, initiator to target
+	bulkRead  = 2 // read data, target to initiator
+)
+
+// rmaHdrLen is the encoded size of an rmaHdr.
+const rmaHdrLen = 56
+
+// rmaHdr is the fixed part of every request and answer.
+type rmaHdr struct {
+	kind, op, dt, flags uint8
+	status              int32 // answers: 0 or a positive fi_errno
+	id                  uint64
+	key                 uint64
+	addr                uint64
+	len                 uint64 // bytes addressed at the target
+	data                uint64 // remote CQ data
+	count               uint64 // atomics: element count
+}
+
+func (h *rmaHdr) put(b []byte) {
+	b[0], b[1], b[2], b[3] = h.kind, h.op, h.dt, h.flags
+	binary.LittleEndian.PutUint32(b[4:], uint32(h.status))
+	binary.LittleEndian.PutUint64(b[8:], h.id)
+	binary.LittleEndian.PutUint64(b[16:], h.key)
+	binary.LittleEndian.PutUint64(b[24:], h.addr)
+	binary.LittleEndian.PutUint64(b[32:], h.len)
+	binary.LittleEndian.PutUint64(b[40:], h.data)
+	binary.LittleEndian.PutUint64(b[48:], h.count)
+}
+
+func (h *rmaHdr) get(b []byte) bool {
+	if len(b) < rmaHdrLen {
+		return false
+	}
+	h.kind, h.op, h.dt, h.flags = b[0], b[1], b[2], b[3]
+	h.status = int32(binary.LittleEndian.Uint32(b[4:]))
+	h.id = binary.LittleEndian.Uint64(b[8:])
+	h.key = binary.LittleEndian.Uint64(b[16:])
+	h.addr = binary.LittleEndian.Uint64(b[24:])
+	h.len = binary.LittleEndian.Uint64(b[32:])
+	h.data = binary.LittleEndian.Uint64(b[40:])
+	h.count = binary.LittleEndian.Uint64(b[48:])
+	return true
+}
+
+// RMAOp is one fi_read/fi_write/fi_atomic family call.
+type RMAOp struct {
+	Op            // local buffers, destination, context, flags, CQ data
+	RAddr, Key    uint64
+	Read          bool
+	Atomic        bool
+	AtomicOp, DT  int
+	Count         uint64 // atomic elements
+	Compare       Buf    // compare operands (fi_compare_atomic)
+	Result        Buf    // fetched values land here (fetch/compare)
+	Fetch, CmpOp  bool
+	ResultMR      *MR
+	atomicPayload []byte
+}
+
+// rmaState is an endpoint's one-sided state, made on first use (e.mu).
+type rmaState struct {
+	ops   map[uint64]*rmaOp     // initiator: operations awaiting their answer
+	out   []rmaOut              // messages the core could not take yet
+	in    map[rmaInKey]*rmaIn   // target: writes awaiting their data
+	sends map[uint64]struct{}   // our rendezvous sends in flight
+	pulls map[*rmaPull]struct{} // network pulls in flight
+	shmTo map[uint64]*shm.Peer  // shm answer peers by sender id
+	next  uint64
+}
+
+func (e *Endpoint) rmaS() *rmaState {
+	if e.rma == nil {
+		e.rma = &rmaState{ops: map[uint64]*rmaOp{}, in: map[rmaInKey]*rmaIn{},
+			sends: map[uint64]struct{}{}, pulls: map[*rmaPull]struct{}{}, shmTo: map[uint64]*shm.Peer{}}
+	}
+	return e.rma
+}
+
+// rmaBusy reports whether progress has one-sided work of its own.
+func (s *rmaState) busy() bool {
+	return len(s.ops) > 0 || len(s.out) > 0 || len(s.in) > 0 || len(s.sends) > 0 || len(s.pulls) > 0
+}
+
+// rmaOutMax bounds queued messages before new operations see -FI_EAGAIN.
+const rmaOutMax = 1024
+
+// rmaPeer is how a one-sided message reaches a peer.
+type rmaPeer struct {
+	shm *shm.Peer
+	t   *ofi.Transport
+	net *ofi.Peer
+	ti  int
+}
+
+func (p rmaPeer) eagerMax() uint64 {
+	if p.shm != nil {
+		return uint64(p.shm.EagerMax())
+	}
+	return uint64(p.net.EagerMax())
+}
+
+// rmaOut is a message waiting for room.
+type rmaOut struct {
+	p   rmaPeer
+	hdr msgHdr
+	iov [][]byte
+	mrs []*ofi.MR
+}
+
+// rmaOp is an initiator's operation awaiting its answer.
+type rmaOp struct {
+	ctx    unsafe.Pointer
+	flags  uint64 // completion flags
+	cntr   uint64 // counter bit: fi.READ or fi.WRITE
+	cq     bool
+	len    uint64
+	dst    [MaxIov]Buf // read data / fetched values land here
+	ndst   int
+	keep   []byte // a copy of inject data sent by rendezvous
+	pull   bool   // a network pull is moving the read data
+	result bool   // atomic: answer carries fetched values
+}
+
+type rmaInKey struct {
+	core int // kindShm, or kindNet + transport index
+	src  uint64
+	id   uint64
+}
+
+// rmaIn is a write whose data is still on its way to the target.
+type rmaIn struct {
+	p    rmaPeer
+	src  uint64 // fi_addr of the initiator, for remote completions
+	h    rmaHdr
+	dst  [][]byte
+	err  error
+	done bool
+}
+
+// rmaPull is a network pull of one-sided data.
+type rmaPull struct {
+	in *rmaIn // target: write data
+	id uint64 // initiator: read data of this operation
+	op *rmaOp
+}
+
+// RMA posts a one-sided operation.
+func (e *Endpoint) RMA(op *RMAOp) error {
+	flags := op.Flags
+	if !op.Explicit {
+		flags = e.txFlags
+	}
+	if op.HasData {
+		flags |= fi.REMOTE_CQ_DATA
+	}
+	size := op.length()
+	if op.Inject && size > e.injectSize() {
+		return fi.Wrap(fi.EMSGSIZE, "inject of %d bytes exceeds inject_size %d", size, e.injectSize())
+	}
+	if uint64(op.N) > e.Domain.Link.lim.iov {
+		return fi.Wrap(fi.EINVAL, "%d iovs exceed iov_limit %d", op.N, e.Domain.Link.lim.iov)
+	}
+	if op.Inject && op.Read {
+		return fi.Wrap(fi.EINVAL, "no inject form of a read")
+	}
+	if !op.Atomic && size > e.Domain.Link.lim.maxMsg {
+		return fi.Wrap(fi.EMSGSIZE, "%d bytes exceed max_msg_size", size)
+	}
+	e.lock()
+	defer e.mu.Unlock()
+	if !e.enabled {
+		return fi.Wrap(fi.EOPBADSTATE, "endpoint not enabled")
+	}
+	var kinds [MaxIov]memKind
+	if e.devKinds(&op.Op, &kinds) {
+		return fi.Wrap(fi.EOPNOTSUPP, "one-sided operations on device memory are not supported")
+	}
+	defer e.kickIfBusy()
+	s := e.rmaS()
+	if len(s.out) >= rmaOutMax {
+		e.progressLocked()
+		if len(s.out) >= rmaOutMax {
+			return fi.EAGAIN
+		}
+	}
+	rt, err := e.route(op.Addr)
+	if err != nil {
+		return err
+	}
+	p := rmaPeer{shm: rt.shm}
+	if rt.shm == nil {
+		r := rt.rail
+		if len(rt.rails) > 0 {
+			r = rt.rails[0]
+		}
+		p.t, p.net, p.ti = r.t, r.net, r.ti
+	}
+	s.next++
+	h := rmaHdr{id: s.next, key: op.Key, addr: op.RAddr, len: size}
+	o := &rmaOp{ctx: op.Ctx, len: size, cq: !op.Inject && (!e.txSel || flags&fi.COMPLETION != 0)}
+	if flags&fi.REMOTE_CQ_DATA != 0 {
+		h.flags |= rfCQData
+		h.data = op.Data
+	}
+	var iov [][]byte
+	var bulk [][]byte
+	var bulkMRs []*ofi.MR
+	switch {
+	case op.Atomic:
+		h.kind, h.op, h.dt, h.count = rmaAtomic, uint8(op.AtomicOp), uint8(op.DT), op.Count
+		h.len = op.Count * uint64(dtSize(op.DT))
+		o.flags, o.cntr = fi.ATOMIC|fi.WRITE, fi.WRITE
+		if op.Fetch || op.CmpOp {
+			o.flags, o.cntr = fi.ATOMIC|fi.READ, fi.READ
+			h.flags |= rfFetch
+			o.result = true
+			o.dst[0], o.ndst = op.Result, 1
+		}
+		if op.CmpOp {
+			h.flags |= rfCompare
+		}
+		iov = [][]byte{op.atomicPayload}
+	case op.Read:
+		h.kind = rmaRead
+		o.flags, o.cntr = fi.RMA|fi.READ, fi.READ
+		o.dst, o.ndst = op.IovBuf, op.N
+	default:
+		h.kind = rmaWrite
+		o.flags, o.cntr = fi.RMA|fi.WRITE, fi.WRITE
+		if rmaHdrLen+size <= p.eagerMax() {
+			for _, b := range op.Iov() {
+				iov = append(iov, b.bytes())
+			}
+		} else {
+			h.flags |= rfBulk
+			if op.Inject {
+				o.keep = make([]byte, size)
+				gatherHost(o.keep, op.Iov())
+				bulk = [][]byte{o.keep}
+			} else {
+				for i, b := range op.Iov() {
+					bulk = append(bulk, b.bytes())
+					if p.net != nil {
+						bulkMRs = append(bulkMRs, op.MRs[i].coreMR(p.ti))
+					}
+				}
+			}
+		}
+	}
+	hb := make([]byte, rmaHdrLen)
+	h.put(hb)
+	msg := rmaOut{p: p, hdr: msgHdr{Flags: hdrRMA}, iov: append([][]byte{hb}, iov...)}
+	// Inline data is copied by the core when it takes the message; a
+	// message queued for room keeps pointing at the caller's buffer,
+	// which an inject call may reuse at once: copy it then.
+	if op.Inject || op.Atomic {
+		msg.iov = [][]byte{flatten(msg.iov)}
+	}
+	s.ops[h.id] = o
+	e.rmaSend(msg)
+	if h.flags&rfBulk != 0 {
+		e.rmaSend(rmaOut{p: p, hdr: msgHdr{Flags: hdrRMA | hdrBulk, Tag: h.id, Data: bulkWrite}, iov: bulk, mrs: bulkMRs})
+	}
+	return nil
+}
+
+func flatten(iov [][]byte) []byte {
+	n := 0
+	for _, b := range iov {
+		n += len(b)
+	}
+	out := make([]byte, 0, n)
+	for _, b := range iov {
+		out = append(out, b...)
+	}
+	return out
+}
+
+// gatherHost copies host buffers into dst.
+func gatherHost(dst []byte, src []Buf) {
+	for _, b := range src {
+		dst = dst[copy(dst, b.bytes()):]
+	}
+}
+
+// rmaSend sends a one-sided message, or queues it behind earlier ones.
+func (e *Endpoint) rmaSend(m rmaOut) {
+	s := e.rma
+	if len(s.out) == 0 && e.rmaTry(m) {
+		return
+	}
+	s.out = append(s.out, m)
+}
+
+// rmaFlush sends queued one-sided messages, in order, while cores take them.
+func (e *Endpoint) rmaFlush() {
+	s := e.rma
+	i := 0
+	for ; i < len(s.out); i++ {
+		if !e.rmaTry(s.out[i]) {
+			break
+		}
+	}
+	if i == len(s.out) {
+		s.out = s.out[:0]
+		return
+	}
+	s.out = append(s.out[:0], s.out[i:]...)
+}
+
+// rmaTry hands one message to its core; false when the core has no room.
+func (e *Endpoint) rmaTry(m rmaOut) bool {
+	e.nextSend++
+	id := e.nextSend
+	var done, again bool
+	var err error
+	if m.p.shm != nil {
+		done, err = e.shm.Send(m.p.shm, shm.Hdr(m.hdr), m.iov, id)
+		again = errors.Is(err, shm.ErrAgain)
+	} else {
+		done, err = m.p.t.SendMR(m.p.net, ofi.Hdr(m.hdr), m.iov, m.mrs, id)
+		again = errors.Is(err, ofi.ErrAgain)
+		e.netBusy()
+	}
+	if again {
+		return false
+	}
+	if err != nil {
+		// The answer will never come: fail what waits for it.
+		logging.Warnf(logging.EPData, "one-sided message lost: %v", err)
+		if m.hdr.Flags&hdrBulk == 0 {
+			var h rmaHdr
+			if len(m.iov) > 0 && h.get(m.iov[0]) && h.kind != rmaAnswer {
+				e.rmaDone(h.id, fi.Code(err))
+			}
+		} else if m.hdr.Data == bulkWrite {
+			e.rmaDone(m.hdr.Tag, fi.Code(err))
+		}
+		return true
+	}
+	if !done {
+		e.rma.sends[id] = struct{}{}
+	}
+	return true
+}
+
+// rmaSendDone forgets one of our rendezvous sends (onSendDone's ids that
+// are not the application's).
+func (e *Endpoint) rmaSendDone(id uint64) {
+	if e.rma != nil {
+		delete(e.rma.sends, id)
+	}
+}
+
+// rmaDone completes an initiator's operation; code is 0 or a negative
+// fi_errno.
+func (e *Endpoint) rmaDone(id uint64, code int) {
+	s := e.rma
+	o, ok := s.ops[id]
+	if !ok {
+		return
+	}
+	delete(s.ops, id)
+	if c := e.cntrs[o.cntr]; c != nil {
+		c.Inc(code != 0)
+	}
+	if e.txCQ == nil {
+		return
+	}
+	if code != 0 {
+		errno := fi.Errno(-code)
+		e.txCQ.PushErr(Completion{Ctx: o.ctx, Flags: o.flags, Err: errno, ProvErr: code})
+		return
+	}
+	if o.cq {
+		e.txCQ.Push(Completion{Ctx: o.ctx, Flags: o.flags})
+	}
+}
+
+// onRMAShm takes a one-sided message from shm.
+func (e *Endpoint) onRMAShm(a *shm.Arrival) bool {
+	s := e.rmaS()
+	p := a.Peer
+	if p == nil {
+		p = s.shmTo[a.Src]
+	}
+	if p == nil {
+		raw, err := e.shm.SourceAddr(a.Src)
+		if err == nil {
+			p, err = e.shm.Connect(raw)
+		}
+		if err != nil {
+			logging.Warnf(logging.EPData, "one-sided request from an unreachable shm peer: %v", err)
+			if a.Rndv != nil {
+				_ = e.shm.Discard(a.Rndv)
+			}
+			return true
+		}
+		s.shmTo[a.Src] = p
+	}
+	rv := rndv{shm: a.Rndv}
+	e.rmaArrive(rmaPeer{shm: p}, rmaInKey{core: kindShm, src: a.Src}, e.shmSource(a.Src), msgHdr(a.Hdr), a.Eager, rv)
+	return true
+}
+
+// onRMANet takes a one-sided message from a network core.
+func (e *Endpoint) onRMANet(t *ofi.Transport, ti int, a *ofi.Arrival) bool {
+	e.rmaS()
+	src := e.av.byNetID(a.Src)
+	p := rmaPeer{t: t, net: a.Peer, ti: ti}
+	if p.net == nil && src != fi.ADDR_NOTAVAIL {
+		if rt, err := e.route(src); err == nil && rt.shm == nil {
+			p.t, p.net, p.ti = rt.rail.t, rt.rail.net, rt.rail.ti
+		}
+	}
+	var rv rndv
+	if a.Rndv != nil {
+		rv = rndv{net: a.Rndv, t: t, ti: ti}
+	}
+	if p.net == nil {
+		logging.Warnf(logging.EPData, "one-sided request from a network peer not in the AV: dropped")
+		if rv.net != nil {
+			_ = t.Discard(rv.net)
+		}
+		return true
+	}
+	e.netBusy()
+	e.rmaArrive(p, rmaInKey{core: kindNet + ti, src: a.Src}, src, msgHdr(a.Hdr), a.Eager, rv)
+	return true
+}
+
+// rmaArrive handles a request, an answer or a bulk message.
+func (e *Endpoint) rmaArrive(p rmaPeer, k rmaInKey, src uint64, hdr msgHdr, eager []byte, rv rndv) {
+	s := e.rma
+	if hdr.Flags&hdrBulk != 0 {
+		k.id = hdr.Tag
+		if hdr.Data == bulkRead {
+			e.rmaReadData(hdr.Tag, eager, rv)
+			return
+		}
+		in := s.in[k]
+		if in == nil {
+			logging.Warnf(logging.EPData, "one-sided data for no pending write: dropped")
+			e.rmaDiscard(rv)
+			return
+		}
+		delete(s.in, k)
+		e.rmaWriteData(in, eager, rv)
+		return
+	}
+	var h rmaHdr
+	if !h.get(eager) {
+		logging.Warnf(logging.EPData, "malformed one-sided message (%d bytes): dropped", len(eager))
+		e.rmaDiscard(rv)
+		return
+	}
+	body := eager[rmaHdrLen:]
+	switch h.kind {
+	case rmaAnswer:
+		e.rmaAnswer(&h, body)
+	case rmaWrite:
+		dst, err := e.Domain.rmaTarget(h.key, h.addr, h.len, fi.REMOTE_WRITE)
+		if h.flags&rfBulk != 0 {
+			k.id = h.id
+			s.in[k] = &rmaIn{p: p, src: src, h: h, dst: dst, err: err}
+			return
+		}
+		if err == nil {
+			if uint64(len(body)) != h.len {
+				err = fi.Wrap(fi.EINVAL, "write of %d bytes carries %d", h.len, len(body))
+			} else {
+				e.Domain.keys.mu.Lock()
+				scatterBytes(dst, body)
+				e.Domain.keys.mu.Unlock()
+			}
+		}
+		e.rmaWritten(&rmaIn{p: p, src: src, h: h}, err)
+	case rmaRead:
+		e.rmaServeRead(p, src, &h)
+	case rmaAtomic:
+		e.rmaServeAtomic(p, src, &h, body)
+	default:
+		logging.Warnf(logging.EPData, "unknown one-sided request kind %d: dropped", h.kind)
+	}
+}
+
+func (e *Endpoint) rmaDiscard(rv rndv) {
+	switch {
+	case rv.shm != nil:
+		_ = e.shm.Discard(rv.shm)
+	case rv.net != nil:
+		_ = rv.t.Discard(rv.net)
+	}
+}
+
+// rmaWriteData lands a write's bulk data in the target's memory.
+func (e *Endpoint) rmaWriteData(in *rmaIn, eager []byte, rv rndv) {
+	if in.err != nil {
+		e.rmaDiscard(rv)
+		e.rmaWritten(in, in.err)
+		return
+	}
+	var err error
+	switch {
+	case rv.shm != nil:
+		var n uint64
+		n, err = e.shm.Pull(rv.shm, in.dst)
+		if err == nil && n != in.h.len {
+			err = fi.Wrap(fi.EIO, "write moved %d of %d bytes", n, in.h.len)
+		}
+	case rv.net != nil:
+		pl := &rmaPull{in: in}
+		rv.net.SetContext(pl)
+		if err = rv.t.PullMR(rv.net, in.dst, nil); err == nil {
+			e.rma.pulls[pl] = struct{}{}
+			e.netBusy()
+			return
+		}
+	default:
+		if uint64(len(eager)) != in.h.len {
+			err = fi.Wrap(fi.EINVAL, "write of %d bytes carries %d", in.h.len, len(eager))
+		} else {
+			scatterBytes(in.dst, eager)
+		}
+	}
+	e.rmaWritten(in, err)
+}
+
+// rmaPullDone finishes a network pull of one-sided data (onPullDone's
+// rendezvous that are not receives).
+func (e *Endpoint) rmaPullDone(rv *ofi.Rendezvous, n uint64, err error) {
+	pl, ok := rv.Context().(*rmaPull)
+	if !ok || e.rma == nil {
+		return
+	}
+	delete(e.rma.pulls, pl)
+	if pl.in != nil {
+		if err == nil && n != pl.in.h.len {
+			err = fi.Wrap(fi.EIO, "write moved %d of %d bytes", n, pl.in.h.len)
+		}
+		e.rmaWritten(pl.in, err)
+		return
+	}
+	if err == nil && n != pl.op.len {
+		err = fi.Wrap(fi.EIO, "read moved %d of %d bytes", n, pl.op.len)
+	}
+	e.rmaDone(pl.id, codeOf(err))
+}
+
+func codeOf(err error) int {
+	if err == nil {
+		return 0
+	}
+	return fi.Code(err)
+}
+
+// rmaWritten raises the target's remote events for a write and answers.
+func (e *Endpoint) rmaWritten(in *rmaIn, err error) {
+	if err == nil {
+		e.rmaRemoteEvent(in.src, &in.h, fi.REMOTE_WRITE)
+	} else {
+		logging.Debugf(logging.EPData, "refusing a remote write: %v", err)
+	}
+	e.rmaAnswerTo(in.p, in.h.id, err, nil)
+}
+
+// rmaRemoteEvent writes the target-side completion a one-sided operation
+// asks for: a CQ entry with the remote CQ data, and the remote counter.
+func (e *Endpoint) rmaRemoteEvent(src uint64, h *rmaHdr, kind uint64) {
+	if c := e.cntrs[kind]; c != nil {
+		c.Inc(false)
+	}
+	if h.flags&rfCQData == 0 || e.rxCQ == nil {
+		return
+	}
+	op := fi.RMA
+	if h.kind == rmaAtomic {
+		op = fi.ATOMIC
+	}
+	e.rxCQ.Push(Completion{Flags: op | kind | fi.REMOTE_CQ_DATA, Len: h.len, Data: h.data, Src: src})
+}
+
+// rmaAnswerTo queues the answer to a request: status and inline data.
+func (e *Endpoint) rmaAnswerTo(p rmaPeer, id uint64, err error, data []byte) {
+	h := rmaHdr{kind: rmaAnswer, id: id}
+	if err != nil {
+		h.status = int32(-fi.Code(err))
+	}
+	b := make([]byte, rmaHdrLen+len(data))
+	h.put(b)
+	copy(b[rmaHdrLen:], data)
+	e.rmaSend(rmaOut{p: p, hdr: msgHdr{Flags: hdrRMA}, iov: [][]byte{b}})
+}
+
+// rmaServeRead answers a read: inline when it fits, else as a bulk
+// message from the target's memory (the initiator pulls it).
+func (e *Endpoint) rmaServeRead(p rmaPeer, src uint64, h *rmaHdr) {
+	src_, err := e.Domain.rmaTarget(h.key, h.addr, h.len, fi.REMOTE_READ)
+	if err != nil {
+		logging.Debugf(logging.EPData, "refusing a remote read: %v", err)
+		e.rmaAnswerTo(p, h.id, err, nil)
+		return
+	}
+	e.rmaRemoteEvent(src, h, fi.REMOTE_READ)
+	if rmaHdrLen+h.len <= p.eagerMax() {
+		data := make([]byte, 0, h.len)
+		e.Domain.keys.mu.Lock()
+		for _, b := range src_ {
+			data = append(data, b...)
+		}
+		e.Domain.keys.mu.Unlock()
+		e.rmaAnswerTo(p, h.id, nil, data)
+		return
+	}
+	e.rmaSend(rmaOut{p: p, hdr: msgHdr{Flags: hdrRMA | hdrBulk, Tag: h.id, Data: bulkRead}, iov: src_})
+}
+
+// rmaReadData lands a read's bulk data in the initiator's buffers.
+func (e *Endpoint) rmaReadData(id uint64, eager []byte, rv rndv) {
+	o := e.rma.ops[id]
+	if o == nil {
+		e.rmaDiscard(rv)
+		return
+	}
+	var dst [MaxIov][]byte
+	for i, b := range o.dst[:o.ndst] {
+		dst[i] = b.bytes()
+	}
+	var n uint64
+	var err error
+	switch {
+	case rv.shm != nil:
+		n, err = e.shm.Pull(rv.shm, dst[:o.ndst])
+	case rv.net != nil:
+		pl := &rmaPull{id: id, op: o}
+		rv.net.SetContext(pl)
+		if err = rv.t.PullMR(rv.net, dst[:o.ndst], nil); err == nil {
+			e.rma.pulls[pl] = struct{}{}
+			e.netBusy()
+			return
+		}
+	default:
+		n = scatter(o.dst[:o.ndst], eager)
+	}
+	if err == nil && n != o.len {
+		err = fi.Wrap(fi.EIO, "read moved %d of %d bytes", n, o.len)
+	}
+	e.rmaDone(id, codeOf(err))
+}
+
+// rmaAnswer completes an operation with its answer.
+func (e *Endpoint) rmaAnswer(h *rmaHdr, body []byte) {
+	o := e.rma.ops[h.id]
+	if o == nil {
+		return
+	}
+	if h.status != 0 {
+		e.rmaDone(h.id, -int(h.status))
+		return
+	}
+	if o.flags&fi.READ != 0 && len(body) > 0 {
+		if n := scatter(o.dst[:o.ndst], body); n != uint64(len(body)) {
+			e.rmaDone(h.id, -int(fi.EIO))
+			return
+		}
+	}
+	e.rmaDone(h.id, 0)
+}
+
+func scatterBytes(dst [][]byte, src []byte) {
+	for _, d := range dst {
+		src = src[copy(d, src):]
+	}
+}
+
+// rmaTarget resolves a peer's (key, address, length) against this
+// domain's remotely accessible MRs: the pieces of memory it designates,
+// or why it may not be touched.
+func (d *Domain) rmaTarget(key, addr, n, access uint64) ([][]byte, error) {
+	d.keys.mu.Lock()
+	defer d.keys.mu.Unlock()
+	m := d.keys.remote[key]
+	if m == nil || m.closed.Load() {
+		return nil, fi.Wrap(fi.EKEYREJECTED, "no remotely accessible MR has key %#x", key)
+	}
+	if m.Access&access == 0 {
+		return nil, fi.Wrap(fi.EACCES, "MR %#x does not allow %s", key, accessName(access))
+	}
+	if m.IsDevice() {
+		return nil, fi.Wrap(fi.EOPNOTSUPP, "one-sided access to device memory is not supported")
+	}
+	off := addr
+	if d.Info.Domain.MRMode&fi.MR_VIRT_ADDR != 0 {
+		if addr < uint64(m.base) {
+			return nil, fi.Wrap(fi.EINVAL, "address %#x is below MR %#x", addr, key)
+		}
+		off = addr - uint64(m.base)
+	}
+	if off > m.len || n > m.len-off {
+		return nil, fi.Wrap(fi.EINVAL, "%d bytes at offset %d exceed MR %#x of %d bytes", n, off, key, m.len)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	// Only registered pieces: an MR of several iovs spans gaps that were
+	// never registered.
+	segs := m.segs
+	if segs == nil {
+		return [][]byte{unsafe.Slice((*byte)(cptr(m.base+uintptr(off))), n)}, nil
+	}
+	var out [][]byte
+	p := uint64(m.base) + off
+	for n > 0 {
+		var hit bool
+		for _, s := range segs {
+			sp := uint64(uintptr(s.Ptr))
+			if p >= sp && p < sp+s.Len {
+				c := min(n, sp+s.Len-p)
+				out = append(out, unsafe.Slice((*byte)(cptr(uintptr(p))), c))
+				p += c
+				n -= c
+				hit = true
+				break
+			}
+		}
+		if !hit || len(out) > MaxIov {
+			return nil, fi.Wrap(fi.EINVAL, "range crosses memory MR %#x does not cover", key)
+		}
+	}
+	return out, nil
+}
+
+func accessName(a uint64) string {
+	if a == fi.REMOTE_READ {
+		return "FI_REMOTE_READ"
+	}
+	return "FI_REMOTE_WRITE"
+}
+
+// cptr turns the address of C (application) memory back into a pointer;
+// the memory is not Go's, so the garbage collector has nothing to track.
+func cptr(a uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&a)) }

@@ -1,0 +1,424 @@
+/*
+ * FI_RMA between two processes: every byte written and read, completion
+ * flags, remote CQ data at the target, refusals of bad keys, ranges and
+ * access (the target's memory untouched), iov and msg forms, and 0-based
+ * addressing when the domain has no FI_MR_VIRT_ADDR.
+ *
+ * A is the initiator, B the target; B only progresses (the barrier and
+ * the out-of-band helpers read its CQ), as lnx's manual progress asks.
+ *
+ * Usage: rma <shm|link|tcp|LINKS [distinct]>
+ */
+#include "rma_common.h"
+
+/* Sizes on both sides of every path: inline (below the cores' eager
+ * limits) and bulk (CMA over shm, rendezvous over the network). */
+static const size_t k_sizes[] = { 1, 7, 100, 4000, 4040, 4096, 5000, 16000, 65536, 1000003 };
+#define NSIZES (sizeof(k_sizes) / sizeof(k_sizes[0]))
+#define GAP 64
+
+static size_t sizes_total(void)
+{
+	size_t t = GAP;
+	for (size_t i = 0; i < NSIZES; i++)
+		t += k_sizes[i] + GAP;
+	return t;
+}
+
+static void sizes_a(struct peer *p, void *arg)
+{
+	struct rwin r = win_learn(p, 1);
+	size_t off = GAP;
+	for (size_t i = 0; i < NSIZES; i++) {
+		size_t n = k_sizes[i];
+		uint8_t *src = xmalloc(n), *dst = xmalloc(n);
+		fill_pattern(src, n, 1000 + i);
+		memset(dst, 0, n);
+		char what[64];
+		snprintf(what, sizeof(what), "write %zu", n);
+		POST(p->l.cq, fi_write(p->l.ep, src, n, NULL, peer_addr(p), r.addr + off, r.key, src));
+		wait_op(p, src, FI_RMA | FI_WRITE, what);
+		snprintf(what, sizeof(what), "read %zu", n);
+		POST(p->l.cq, fi_read(p->l.ep, dst, n, NULL, peer_addr(p), r.addr + off, r.key, dst));
+		wait_op(p, dst, FI_RMA | FI_READ, what);
+		EXPECT_PATTERN(dst, n, 1000 + i);
+		free(src);
+		free(dst);
+		off += n + GAP;
+	}
+	barrier(p);
+}
+
+static void sizes_b(struct peer *p, void *arg)
+{
+	struct win w;
+	win_reg(p, &w, sizes_total(), FI_REMOTE_READ | FI_REMOTE_WRITE, 7);
+	memset(w.buf, 0xee, w.len);
+	win_tell(p, 0, &w);
+	barrier(p);
+	/* Every byte written where A aimed, nothing between. */
+	size_t off = 0;
+	for (size_t i = 0; i < NSIZES; i++) {
+		for (size_t g = 0; g < GAP; g++)
+			EXPECT(w.buf[off + g] == 0xee, "gap byte %zu before size %zu touched", g, k_sizes[i]);
+		off += GAP;
+		EXPECT_PATTERN(w.buf + off, k_sizes[i], 1000 + i);
+		off += k_sizes[i];
+	}
+	for (size_t g = 0; g < GAP; g++)
+		EXPECT(w.buf[off + g] == 0xee, "trailing gap byte %zu touched", g);
+	win_close(&w);
+}
+
+/* fi_writedata, fi_inject_writedata, fi_writemsg with FI_REMOTE_CQ_DATA:
+ * the target sees each with its data, length and flags. */
+#define NDATA 4
+static const size_t k_data_len[NDATA] = { 256, 64, 300000, 128 };
+static const uint64_t k_data[NDATA] = { 0x1122334455667788ull, 0xfeedull, 0xabcdef0123ull, 42 };
+
+static void data_a(struct peer *p, void *arg)
+{
+	struct rwin r = win_learn(p, 1);
+	uint8_t *buf = xmalloc(300000);
+	uint64_t off = 0;
+	fill_pattern(buf, k_data_len[0], 10);
+	POST(p->l.cq, fi_writedata(p->l.ep, buf, k_data_len[0], NULL, k_data[0], peer_addr(p), r.addr + off, r.key, buf));
+	wait_op(p, buf, FI_RMA | FI_WRITE, "writedata");
+	off += k_data_len[0];
+	fill_pattern(buf, k_data_len[1], 11);
+	POST(p->l.cq, fi_inject_writedata(p->l.ep, buf, k_data_len[1], k_data[1], peer_addr(p), r.addr + off, r.key));
+	memset(buf, 0, k_data_len[1]); /* the inject's buffer is ours again */
+	off += k_data_len[1];
+	fill_pattern(buf, k_data_len[2], 12);
+	POST(p->l.cq, fi_writedata(p->l.ep, buf, k_data_len[2], NULL, k_data[2], peer_addr(p), r.addr + off, r.key, buf + 1));
+	wait_op(p, buf + 1, FI_RMA | FI_WRITE, "writedata (bulk)");
+	off += k_data_len[2];
+	fill_pattern(buf, k_data_len[3], 13);
+	struct iovec iov = { buf, k_data_len[3] };
+	struct fi_rma_iov riov = { r.addr + off, k_data_len[3], r.key };
+	struct fi_msg_rma m = { .msg_iov = &iov, .iov_count = 1, .addr = peer_addr(p), .rma_iov = &riov,
+				.rma_iov_count = 1, .context = buf + 2, .data = k_data[3] };
+	POST(p->l.cq, fi_writemsg(p->l.ep, &m, FI_REMOTE_CQ_DATA | FI_COMPLETION | FI_DELIVERY_COMPLETE));
+	wait_op(p, buf + 2, FI_RMA | FI_WRITE, "writemsg");
+	expect_no_completion(p->l.cq, 50, "inject_writedata");
+	barrier(p);
+	free(buf);
+}
+
+static void data_b(struct peer *p, void *arg)
+{
+	struct win w;
+	win_reg(p, &w, 300000 + 512, FI_REMOTE_WRITE, 9);
+	win_tell(p, 0, &w);
+	size_t off = 0;
+	for (int i = 0; i < NDATA; i++) {
+		struct fi_cq_tagged_entry e;
+		fi_addr_t src = FI_ADDR_NOTAVAIL;
+		int ret = wait_cq(p->l.cq, &e, &src, NULL, WAIT_MS);
+		EXPECT(ret == 0, "remote completion %d: %d", i, ret);
+		char b[256];
+		EXPECT(e.flags == (FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA), "remote completion %d flags %s", i,
+		       flags_str(e.flags, b, sizeof(b)));
+		EXPECT(e.data == k_data[i], "remote completion %d data %#llx, want %#llx", i,
+		       (unsigned long long)e.data, (unsigned long long)k_data[i]);
+		EXPECT(e.len == k_data_len[i], "remote completion %d len %zu, want %zu", i, e.len, k_data_len[i]);
+		EXPECT(src == peer_addr(p), "remote completion %d source %llu", i, (unsigned long long)src);
+		/* The data is in place when its completion is. */
+		EXPECT_PATTERN(w.buf + off, k_data_len[i], 10 + i);
+		off += k_data_len[i];
+	}
+	barrier(p);
+	win_close(&w);
+}
+
+/* fi_inject_write at and below inject_size: the buffer is reusable at
+ * return; a later fi_write's completion orders them (one target executes
+ * one initiator's requests in order). */
+static void inject_a(struct peer *p, void *arg)
+{
+	struct rwin r = win_learn(p, 1);
+	size_t isz = p->l.info->tx_attr->inject_size;
+	EXPECT(isz >= 64, "inject_size %zu", isz);
+	uint8_t *buf = xmalloc(isz);
+	fill_pattern(buf, 64, 20);
+	POST(p->l.cq, fi_inject_write(p->l.ep, buf, 64, peer_addr(p), r.addr, r.key));
+	memset(buf, 0, 64);
+	fill_pattern(buf, isz, 21);
+	POST(p->l.cq, fi_inject_write(p->l.ep, buf, isz, peer_addr(p), r.addr + 64, r.key));
+	memset(buf, 0, isz);
+	CHECK_RC(fi_inject_write(p->l.ep, buf, isz + 1, peer_addr(p), r.addr, r.key), -FI_EMSGSIZE);
+	fill_pattern(buf, 8, 22);
+	POST(p->l.cq, fi_write(p->l.ep, buf, 8, NULL, peer_addr(p), r.addr + 64 + isz, r.key, buf));
+	wait_op(p, buf, FI_RMA | FI_WRITE, "write after injects");
+	expect_no_completion(p->l.cq, 50, "injects");
+	barrier(p);
+	free(buf);
+}
+
+static void inject_b(struct peer *p, void *arg)
+{
+	struct win w;
+	win_reg(p, &w, 2 * 4096 + 128, FI_REMOTE_WRITE, 3);
+	win_tell(p, 0, &w);
+	barrier(p);
+	size_t isz = p->l.info->tx_attr->inject_size;
+	EXPECT_PATTERN(w.buf, 64, 20);
+	EXPECT_PATTERN(w.buf + 64, isz, 21);
+	EXPECT_PATTERN(w.buf + 64 + isz, 8, 22);
+	win_close(&w);
+}
+
+/* Refusals: each is an error completion at the initiator, and the target's
+ * memory keeps every byte. */
+static void bad_a(struct peer *p, void *arg)
+{
+	struct rwin ro = win_learn(p, 1), wo = win_learn(p, 1);
+	size_t big = 200000;
+	uint8_t *buf = xmalloc(big);
+	fill_pattern(buf, big, 99);
+	int ctx[16];
+	/* A read-only window refuses writes, small and bulk. */
+	POST(p->l.cq, fi_write(p->l.ep, buf, 100, NULL, peer_addr(p), ro.addr, ro.key, &ctx[0]));
+	wait_err(p, &ctx[0], FI_EACCES, FI_RMA | FI_WRITE, "write to a read-only MR");
+	POST(p->l.cq, fi_write(p->l.ep, buf, big, NULL, peer_addr(p), ro.addr, ro.key, &ctx[1]));
+	wait_err(p, &ctx[1], FI_EACCES, FI_RMA | FI_WRITE, "bulk write to a read-only MR");
+	/* A write-only window refuses reads. */
+	POST(p->l.cq, fi_read(p->l.ep, buf, 100, NULL, peer_addr(p), wo.addr, wo.key, &ctx[2]));
+	wait_err(p, &ctx[2], FI_EACCES, FI_RMA | FI_READ, "read from a write-only MR");
+	/* Unknown key. */
+	POST(p->l.cq, fi_write(p->l.ep, buf, 100, NULL, peer_addr(p), wo.addr, wo.key + ro.key + 1000, &ctx[3]));
+	wait_err(p, &ctx[3], FI_EKEYREJECTED, FI_RMA | FI_WRITE, "write with an unknown key");
+	POST(p->l.cq, fi_read(p->l.ep, buf, big, NULL, peer_addr(p), ro.addr, ro.key + wo.key + 1000, &ctx[4]));
+	wait_err(p, &ctx[4], FI_EKEYREJECTED, FI_RMA | FI_READ, "bulk read with an unknown key");
+	/* Past the end, by one byte and by a bulk write. */
+	POST(p->l.cq, fi_write(p->l.ep, buf, 100, NULL, peer_addr(p), wo.addr + wo.len - 99, wo.key, &ctx[5]));
+	wait_err(p, &ctx[5], FI_EINVAL, FI_RMA | FI_WRITE, "write one byte past the end");
+	POST(p->l.cq, fi_write(p->l.ep, buf, big, NULL, peer_addr(p), wo.addr + 1, wo.key, &ctx[6]));
+	wait_err(p, &ctx[6], FI_EINVAL, FI_RMA | FI_WRITE, "bulk write past the end");
+	POST(p->l.cq, fi_read(p->l.ep, buf, 100, NULL, peer_addr(p), ro.addr + ro.len, ro.key, &ctx[7]));
+	wait_err(p, &ctx[7], FI_EINVAL, FI_RMA | FI_READ, "read at the end");
+	/* Below the start (virtual addresses), or a huge offset. */
+	uint64_t below = virt_addr(p) ? wo.addr - 1 : ~(uint64_t)0 - 10;
+	POST(p->l.cq, fi_write(p->l.ep, buf, 100, NULL, peer_addr(p), below, wo.key, &ctx[8]));
+	wait_err(p, &ctx[8], FI_EINVAL, FI_RMA | FI_WRITE, "write outside the MR");
+	/* An inject write refused is reported too. */
+	POST(p->l.cq, fi_inject_write(p->l.ep, buf, 16, peer_addr(p), ro.addr, ro.key));
+	struct fi_cq_err_entry err;
+	int saved = g_cq_print_errors;
+	g_cq_print_errors = 0;
+	int r = wait_cq(p->l.cq, NULL, NULL, &err, WAIT_MS);
+	g_cq_print_errors = saved;
+	EXPECT(r == -FI_EACCES, "refused inject write -> %d", r);
+	/* Something valid still works after all that. */
+	POST(p->l.cq, fi_write(p->l.ep, buf, 100, NULL, peer_addr(p), wo.addr + 8, wo.key, &ctx[9]));
+	wait_op(p, &ctx[9], FI_RMA | FI_WRITE, "valid write");
+	/* More than one remote range is refused at once. */
+	struct iovec iov = { buf, 16 };
+	struct fi_rma_iov riov[2] = { { wo.addr, 8, wo.key }, { wo.addr + 8, 8, wo.key } };
+	struct fi_msg_rma m = { .msg_iov = &iov, .iov_count = 1, .addr = peer_addr(p), .rma_iov = riov,
+				.rma_iov_count = 2, .context = &ctx[10] };
+	CHECK_RC(fi_writemsg(p->l.ep, &m, 0), -FI_EINVAL);
+	barrier(p);
+	free(buf);
+}
+
+static void bad_b(struct peer *p, void *arg)
+{
+	struct win ro, wo;
+	win_reg(p, &ro, 4096, FI_REMOTE_READ, 11);
+	win_reg(p, &wo, 4096, FI_REMOTE_WRITE, 12);
+	fill_pattern(ro.buf, ro.len, 5);
+	fill_pattern(wo.buf, wo.len, 6);
+	win_tell(p, 0, &ro);
+	win_tell(p, 0, &wo);
+	barrier(p);
+	EXPECT_PATTERN(ro.buf, ro.len, 5);
+	/* Only the valid write (100 bytes at 8) touched the write window. */
+	EXPECT_PATTERN(wo.buf, 8, 6);
+	EXPECT_PATTERN(wo.buf + 8, 100, 99);
+	uint8_t *ref = xmalloc(wo.len);
+	fill_pattern(ref, wo.len, 6);
+	EXPECT(!memcmp(wo.buf + 108, ref + 108, wo.len - 108), "write window touched past the valid write");
+	free(ref);
+	win_close(&ro);
+	win_close(&wo);
+}
+
+/* fi_writev / fi_readv with several local pieces, fi_readmsg. */
+static void iov_a(struct peer *p, void *arg)
+{
+	struct rwin r = win_learn(p, 1);
+	static const size_t len[3] = { 10, 5000, 70000 };
+	size_t total = len[0] + len[1] + len[2];
+	uint8_t *src = xmalloc(total), *dst = xmalloc(total);
+	fill_pattern(src, total, 30);
+	struct iovec iov[3];
+	size_t o = 0;
+	for (int i = 0; i < 3; i++) {
+		iov[i] = (struct iovec){ src + o, len[i] };
+		o += len[i];
+	}
+	POST(p->l.cq, fi_writev(p->l.ep, iov, NULL, 3, peer_addr(p), r.addr, r.key, src));
+	wait_op(p, src, FI_RMA | FI_WRITE, "writev");
+	/* Read it back in other pieces. */
+	memset(dst, 0, total);
+	struct iovec riov[3] = { { dst, 3 }, { dst + 3, 40000 }, { dst + 40003, total - 40003 } };
+	POST(p->l.cq, fi_readv(p->l.ep, riov, NULL, 3, peer_addr(p), r.addr, r.key, dst));
+	wait_op(p, dst, FI_RMA | FI_READ, "readv");
+	EXPECT_PATTERN(dst, total, 30);
+	/* fi_readmsg of a middle piece into one buffer. */
+	memset(dst, 0, total);
+	struct iovec one = { dst, 1000 };
+	struct fi_rma_iov ri = { r.addr + 4000, 1000, r.key };
+	struct fi_msg_rma m = { .msg_iov = &one, .iov_count = 1, .addr = peer_addr(p), .rma_iov = &ri,
+				.rma_iov_count = 1, .context = dst + 1 };
+	POST(p->l.cq, fi_readmsg(p->l.ep, &m, FI_COMPLETION));
+	wait_op(p, dst + 1, FI_RMA | FI_READ, "readmsg");
+	EXPECT(!memcmp(dst, src + 4000, 1000), "readmsg data");
+	barrier(p);
+	free(src);
+	free(dst);
+}
+
+static void iov_b(struct peer *p, void *arg)
+{
+	struct win w;
+	win_reg(p, &w, 80000, FI_REMOTE_READ | FI_REMOTE_WRITE, 13);
+	win_tell(p, 0, &w);
+	barrier(p);
+	EXPECT_PATTERN(w.buf, 75010, 30);
+	win_close(&w);
+}
+
+/* Both ranks write into each other's windows at once: each is initiator
+ * and target, progressing the other's requests while waiting for its own. */
+static void both(struct peer *p, void *arg)
+{
+	struct win w;
+	win_reg(p, &w, 1 << 20, FI_REMOTE_READ | FI_REMOTE_WRITE, 20 + p->rank);
+	win_tell(p, other(p), &w);
+	struct rwin r = win_learn(p, other(p));
+	uint8_t *src = xmalloc(1 << 20);
+	fill_pattern(src, 1 << 20, 40 + p->rank);
+	for (int i = 0; i < 17; i++) {
+		size_t n = (size_t)1 << (i + 4);
+		if (n > (1 << 20))
+			n = 1 << 20;
+		POST(p->l.cq, fi_write(p->l.ep, src, n, NULL, peer_addr(p), r.addr, r.key, src + i));
+		wait_op(p, src + i, FI_RMA | FI_WRITE, "crossed write");
+	}
+	barrier(p);
+	EXPECT_PATTERN(w.buf, 1 << 20, 40 + other(p));
+	win_close(&w);
+	free(src);
+}
+
+/* Counters: the initiator's FI_WRITE|FI_READ counter counts successes and
+ * errors apart; the target's FI_REMOTE_WRITE|FI_REMOTE_READ counter counts
+ * every operation it executed (FI_RMA_EVENT) and no refused one. */
+#define NCW 5
+#define NCR 3
+static void cntr_a(struct peer *p, void *arg)
+{
+	struct rwin r = win_learn(p, 1);
+	uint8_t *buf = xmalloc(100000);
+	fill_pattern(buf, 100000, 50);
+	for (int i = 0; i < NCW; i++) {
+		size_t n = i == 2 ? 100000 : 64; /* one bulk write */
+		POST(p->l.cq, fi_write(p->l.ep, buf, n, NULL, peer_addr(p), r.addr, r.key, buf + i));
+		wait_op(p, buf + i, FI_RMA | FI_WRITE, "counted write");
+	}
+	POST(p->l.cq, fi_inject_write(p->l.ep, buf, 8, peer_addr(p), r.addr, r.key));
+	for (int i = 0; i < NCR; i++) {
+		POST(p->l.cq, fi_read(p->l.ep, buf, 64, NULL, peer_addr(p), r.addr, r.key, buf + 10 + i));
+		wait_op(p, buf + 10 + i, FI_RMA | FI_READ, "counted read");
+	}
+	/* A refused write counts as an error, not a success. */
+	int ctx;
+	POST(p->l.cq, fi_write(p->l.ep, buf, 8, NULL, peer_addr(p), r.addr, r.key + 77, &ctx));
+	wait_err(p, &ctx, FI_EKEYREJECTED, FI_RMA | FI_WRITE, "refused write");
+	/* The inject has no completion; its count arrives with its answer. */
+	uint64_t dl = now_ms() + WAIT_MS;
+	while (fi_cntr_read(p->l.tx_cntr) < NCW + 1 + NCR && now_ms() < dl)
+		cq_progress(p->l.cq);
+	EXPECT(fi_cntr_read(p->l.tx_cntr) == NCW + 1 + NCR, "tx counter %llu, want %d",
+	       (unsigned long long)fi_cntr_read(p->l.tx_cntr), NCW + 1 + NCR);
+	EXPECT(fi_cntr_readerr(p->l.tx_cntr) == 1, "tx error counter %llu",
+	       (unsigned long long)fi_cntr_readerr(p->l.tx_cntr));
+	barrier(p);
+	free(buf);
+}
+
+static void cntr_b(struct peer *p, void *arg)
+{
+	struct win w;
+	win_reg(p, &w, 100000, FI_REMOTE_READ | FI_REMOTE_WRITE, 14);
+	win_tell(p, 0, &w);
+	barrier(p);
+	EXPECT(fi_cntr_read(p->l.rx_cntr) == NCW + 1 + NCR, "remote counter %llu, want %d",
+	       (unsigned long long)fi_cntr_read(p->l.rx_cntr), NCW + 1 + NCR);
+	EXPECT(fi_cntr_readerr(p->l.rx_cntr) == 0, "remote error counter %llu",
+	       (unsigned long long)fi_cntr_readerr(p->l.rx_cntr));
+	EXPECT_PATTERN(w.buf, 100000, 50);
+	win_close(&w);
+}
+
+/* The target has a receive posted (which lnx may lend to C: an armed
+ * receive) while one-sided requests arrive: they are executed, and the
+ * receive still takes the message sent after them. */
+static void armed_a(struct peer *p, void *arg)
+{
+	struct rwin r = win_learn(p, 1);
+	uint8_t buf[256];
+	for (int i = 0; i < 20; i++) {
+		fill_pattern(buf, sizeof(buf), 60 + i);
+		POST(p->l.cq, fi_writedata(p->l.ep, buf, sizeof(buf), NULL, 1000 + i, peer_addr(p), r.addr, r.key, buf));
+		wait_op(p, buf, FI_RMA | FI_WRITE, "writedata");
+	}
+	uint64_t msg = 0x5555;
+	POST(p->l.cq, fi_tsend(p->l.ep, &msg, sizeof(msg), NULL, peer_addr(p), 5, &msg));
+	wait_op(p, &msg, FI_SEND | FI_TAGGED, "tsend");
+	barrier(p);
+}
+
+static void armed_b(struct peer *p, void *arg)
+{
+	struct win w;
+	win_reg(p, &w, 256, FI_REMOTE_WRITE, 15);
+	uint64_t got = 0;
+	CHECK(fi_trecv(p->l.ep, &got, sizeof(got), NULL, peer_addr(p), 5, 0, &got));
+	win_tell(p, 0, &w);
+	for (int i = 0; i < 20; i++) {
+		struct fi_cq_tagged_entry e;
+		int ret = wait_cq(p->l.cq, &e, NULL, NULL, WAIT_MS);
+		EXPECT(ret == 0, "remote completion %d: %d", i, ret);
+		EXPECT(e.flags == (FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA) && e.data == 1000 + (uint64_t)i,
+		       "entry %d: flags %#llx data %llu", i, (unsigned long long)e.flags, (unsigned long long)e.data);
+		EXPECT_PATTERN(w.buf, 256, 60 + i);
+	}
+	wait_op(p, &got, FI_RECV | FI_TAGGED, "trecv");
+	EXPECT(got == 0x5555, "received %#llx", (unsigned long long)got);
+	barrier(p);
+	win_close(&w);
+}
+
+static const struct subtest cases[] = {
+	{ .name = "armed", .a = armed_a, .b = armed_b, .opt_caps = RMA_CAPS },
+	{ .name = "counters", .a = cntr_a, .b = cntr_b, .opt_caps = RMA_CAPS | FI_RMA_EVENT, .counters = 2 },
+	{ .name = "sizes", .a = sizes_a, .b = sizes_b, .opt_caps = RMA_CAPS },
+	{ .name = "data", .a = data_a, .b = data_b, .opt_caps = RMA_CAPS },
+	{ .name = "inject", .a = inject_a, .b = inject_b, .opt_caps = RMA_CAPS },
+	{ .name = "bad", .a = bad_a, .b = bad_b, .opt_caps = RMA_CAPS },
+	{ .name = "iov", .a = iov_a, .b = iov_b, .opt_caps = RMA_CAPS },
+	{ .name = "both", .a = both, .b = both, .opt_caps = RMA_CAPS },
+	/* 0-based addressing: no FI_MR_VIRT_ADDR in the domain. */
+	{ .name = "sizes_offset", .a = sizes_a, .b = sizes_b, .opt_caps = RMA_CAPS,
+	  .mr_mode = FI_MR_ALLOCATED | FI_MR_PROV_KEY },
+	{ .name = "bad_offset", .a = bad_a, .b = bad_b, .opt_caps = RMA_CAPS,
+	  .mr_mode = FI_MR_ALLOCATED | FI_MR_PROV_KEY },
+};
+
+int main(int argc, char **argv)
+{
+	return run_subtests(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
+}
