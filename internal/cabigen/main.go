@@ -444,18 +444,9 @@ func cLayout(root string, ss []*cStruct, macros []string) (*layout, error) {
 	return l, nil
 }
 
-// goTool is the go command of the running toolchain, or go from PATH.
-func goTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
-	return "go"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
+// goTool is the go command: go run, go generate and go test put the
+// running toolchain's bin directory first in PATH.
+func goTool() string { return "go" }
 
 // goFieldName is f's Go name in s: the C name in camel case (exported for
 // an exported struct), "_" for padding, or s's rename.
