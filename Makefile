@@ -29,7 +29,7 @@ MANDIR  ?= $(PREFIX)/share/man
 PROVDIR  = $(LIBDIR)/libfabric
 INSTALL ?= install
 
-.PHONY: all deps lib man install uninstall test gotest ctest soak fuzz deb13 bench bench-deps plot pingpong clean clean-deb13
+.PHONY: all deps lib generate man install uninstall test gotest ctest soak fuzz deb13 bench bench-deps plot pingpong clean clean-deb13
 
 all: lib man
 
@@ -47,6 +47,13 @@ deps:
 # 1.24 build in the same run. The go command fetches the toolchain from the
 # module proxy when the installed one differs.
 LIB_TOOLCHAIN ?= go1.26.8
+
+# The Go mirrors of the structs C and Go share (lnx/cabi_gen.go,
+# shm/cabi_gen.go), their layout tests, and capi/layout_gen.c's static
+# assertions, all from capi/include/lnx_capi.h (internal/cabigen; its test
+# fails when they are out of date).
+generate:
+	$(GO) generate ./internal/cabigen
 
 lib:
 	GOTOOLCHAIN=$(LIB_TOOLCHAIN) $(GO) build -buildmode=c-shared -ldflags='$(LDFLAGS) -X main.gitCommit=$(GIT_COMMIT)' -o $(LIB) ./capi

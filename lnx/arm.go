@@ -31,57 +31,10 @@ import (
 // its smallest messages (fast send); what C read and did not take waits
 // for Go's next Poll.
 //
-// armMem mirrors struct lnx_arm (capi/include/lnx_capi.h; capi's tests
-// compare the layouts); pointers are stored as uintptr (see gateMem).
-type armMem struct {
-	lent   uint32 // C may consume the rings
-	on     uint32 // the receive is armed; C clears it when it completes it
-	lock   uint32
-	nrings uint32
-	tagged uint32
-	_      uint32
-	buf    uintptr
-	len    uint64
-	ctx    uintptr
-	src    uint64
-	tag    uint64
-	ignore uint64
-	cring  uintptr // C's: the receive CQ's completion ring
-	net    uintptr // the lent transport's C state (ofi.Transport.Lend), or 0
-	netSrc uint64  // fi_addr of the peer C may take a network message of
-
-	rearm    uint32  // C may arm a receive posted after it completed the armed one
-	directed uint32  // receives' sources count (FI_DIRECTED_RECV)
-	cArmed   uint32  // the armed receive is one C posted
-	goDone   uint32  // C completed the receive Go armed
-	desc     uintptr // the C-posted receive's descriptor
-	r        [ArmRings]armRing
-}
-
-type armRing struct {
-	ring     uintptr
-	mask     uint64
-	size     uint64
-	salt     uint64
-	eagerMax uint64
-	head     uint64
-	fwdHead  uintptr
-	src      uint64
-}
-
-// ArmRings is LNX_ARM_RINGS: with more inbound rings, nothing is armed.
-const ArmRings = 8
-
-// Layout facts capi checks against C.
-const (
-	ArmSize      = unsafe.Sizeof(armMem{})
-	ArmRingSize  = unsafe.Sizeof(armRing{})
-	ArmRingOff   = unsafe.Offsetof(armMem{}.r)
-	FastArmOff   = unsafe.Offsetof(fastMem{}.arm)
-	GateArmOff   = unsafe.Offsetof(gateMem{}.arm)
-	ArmCringOff  = unsafe.Offsetof(armMem{}.cring)
-	ArmRingHdOff = unsafe.Offsetof(armRing{}.head)
-)
+// armMem mirrors struct lnx_arm and armRing struct lnx_arm_ring
+// (capi/include/lnx_capi.h; generated, cabi_gen.go); pointers are stored
+// as uintptr (see gateMem). net is the lent transport's C state
+// (ofi.Transport.Lend), or 0.
 
 // armable tells refreshFast whether an endpoint that may queue receives
 // in C may also arm one: what C's completion leaves out (a receive
@@ -209,9 +162,8 @@ func (e *Endpoint) disarm() {
 	var rearmed queuedRecv
 	if pending {
 		// C memory and the application's pointers, never Go's.
-		rearmed = queuedRecv{buf: *(*unsafe.Pointer)(unsafe.Pointer(&a.buf)), len: a.len, desc: a.desc,
-			ctx: *(*unsafe.Pointer)(unsafe.Pointer(&a.ctx)), src: a.src, tag: a.tag, ignore: a.ignore,
-			kind: QueuedIov}
+		rearmed = queuedRecv{buf: a.buf, len: a.len, desc: a.desc, ctx: a.ctx, src: a.src, tag: a.tag,
+			ignore: a.ignore, kind: QueuedIov}
 		if a.tagged != 0 {
 			rearmed.kind |= QueuedTagged
 		}

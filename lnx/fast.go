@@ -22,64 +22,13 @@ import (
 // order, the next time it runs for the endpoint (takeQueued), which in a
 // ping-pong is an fi_cq_read made while the reply is still on its way.
 //
-// fastMem mirrors struct lnx_fast (capi/include/lnx_capi.h; capi's tests
-// compare the layouts). Its memory is C's; pointers are stored as uintptr
-// (see gateMem).
-type fastMem struct {
-	on         uint32
-	txSel      uint32
-	txFlags    uint64
-	injectSize uint64
-	cring      uintptr // C's: the transmit CQ's completion ring
-	rxOn       uint32  // C may queue receives
-	rxLock     uint32  // C's posters' lock
-	rxGate     uintptr // C's: the receive CQ's gate
-	rxHead     uint64  // entries Go took
-	rxTail     uint64  // entries C queued
-	rxq        [FastRecvs]queuedRecv
-	arm        armMem
-	peer       [FastPeers]uintptr
-}
-
-// queuedRecv mirrors struct lnx_rxq_entry: a receive C queued. Go only
-// reads it; its pointers are the application's.
-type queuedRecv struct {
-	buf    unsafe.Pointer
-	len    uint64
-	desc   uintptr // an lnx MR handle or 0, resolved by the endpoint's mrOf
-	ctx    unsafe.Pointer
-	src    uint64
-	tag    uint64
-	ignore uint64
-	kind   uint32
-	_      uint32
-}
-
-// FastRecvs is LNX_RXQ; QueuedTagged and QueuedIov are its kind bits.
-const (
-	FastRecvs    = 64
-	QueuedTagged = 0x1
-	QueuedIov    = 0x2
-)
-
-// FastPeers is LNX_FAST_PEERS: fi_addrs below it can be sent to from C.
-const FastPeers = 4096
-
-// FastSize and FastPeerOffset describe struct lnx_fast (checked by capi).
-const (
-	FastSize       = unsafe.Sizeof(fastMem{})
-	FastPeerOffset = unsafe.Offsetof(fastMem{}.peer)
-	FastRxqOffset  = unsafe.Offsetof(fastMem{}.rxq)
-	FastRxqSize    = unsafe.Sizeof(queuedRecv{})
-	GatePostsOff   = unsafe.Offsetof(gateMem{}.posts)
-)
-
-// HdrTagged and HdrData are lnx's message header flags, which the C fast
-// path writes too (checked by capi).
-const (
-	HdrTagged = hdrTagged
-	HdrData   = hdrData
-)
+// fastMem mirrors struct lnx_fast and queuedRecv struct lnx_rxq_entry
+// (capi/include/lnx_capi.h; generated, cabi_gen.go). Their memory is C's;
+// pointers are stored as uintptr (see gateMem). A queued receive's
+// pointers are the application's, and its desc an lnx MR handle or 0,
+// resolved by the endpoint's mrOf. lnx's header flags hdrTagged and
+// hdrData, which the C fast path writes too, are checked against C's
+// LNX_HDR_TAGGED and LNX_HDR_DATA by cabi_gen_test.go.
 
 // SetFast gives the endpoint the C memory of its fast paths (struct
 // lnx_fast, zeroed: off until refreshFast turns it on) and the function
@@ -156,11 +105,13 @@ func (e *Endpoint) postQueued(q *queuedRecv) {
 	// One Op, rewritten per entry: only its first buffer and the fields
 	// below are ever set, so nothing else needs clearing.
 	op := &e.queuedOp
-	op.Tagged, op.Addr, op.Tag, op.Ignore, op.Ctx = q.kind&QueuedTagged != 0, q.src, q.tag, q.ignore, q.ctx
+	// C memory and the application's pointers, never Go's.
+	op.Tagged, op.Addr, op.Tag, op.Ignore = q.kind&QueuedTagged != 0, q.src, q.tag, q.ignore
+	op.Ctx = *(*unsafe.Pointer)(unsafe.Pointer(&q.ctx))
 	op.N, op.IovBuf[0], op.MRs[0] = 0, Buf{}, nil
 	if q.kind&QueuedIov != 0 {
 		op.N = 1
-		op.IovBuf[0] = Buf{Ptr: q.buf, Len: q.len}
+		op.IovBuf[0] = Buf{Ptr: *(*unsafe.Pointer)(unsafe.Pointer(&q.buf)), Len: q.len}
 		if q.desc != 0 && e.mrOf != nil {
 			op.MRs[0] = e.mrOf(q.desc)
 		}

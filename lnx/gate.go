@@ -16,32 +16,11 @@ import (
 // skipMax idle answers in a row (so that slower duties such as network
 // polls and housekeeping still run).
 //
-// The memory is C's (struct lnx_gate in capi/include/lnx_capi.h, which
-// gateMem mirrors; capi's tests compare the layouts). Pointers are stored
-// as uintptr: they point into shm regions, never into the Go heap, and a
+// The memory is C's: struct lnx_gate in capi/include/lnx_capi.h, which
+// gateMem mirrors (generated, cabi_gen.go). Pointers are stored as
+// uintptr: they point into shm regions, never into the Go heap, and a
 // typed pointer store into C memory would run the GC's write barrier over
 // whatever the word held before.
-type gateMem struct {
-	pending uint32  // completions or errors queued
-	open    uint32  // every read must enter Go
-	skipMax uint32  // idle answers C may give in a row
-	n       uint32  // watches in use
-	readers uint32  // C readers scanning the watches
-	idle    uint32  // C's idle answers since Go last ran
-	seq     uint32  // odd while Go rewrites the watches
-	posts   int32   // receives C queued that Go has not taken (fastMem)
-	arm     uintptr // C's *armMem of the endpoint armed for this CQ (arm.go)
-	w       [GateWatches]gateWatch
-}
-
-type gateWatch struct {
-	p  uintptr // *uint64 in an shm region
-	v  uint64
-	eq uint64 // 1: work once *p == v; 0: work once *p != v
-}
-
-// GateWatches is LNX_GATE_WATCHES.
-const GateWatches = 32
 
 // Idle answers C may give in a row: rarely call Go when only shm words
 // announce work (housekeeping is time based) or C polls the network core
@@ -50,16 +29,6 @@ const GateWatches = 32
 const (
 	gateSkipShm = 256
 	gateSkipNet = 64
-)
-
-// GateSize is the size of struct lnx_gate; GateWatchOffset the offset of
-// its watch array and GateWatchSize one watch's size (checked by capi).
-const (
-	GateSize        = unsafe.Sizeof(gateMem{})
-	GateWatchOffset = unsafe.Offsetof(gateMem{}.w)
-	GateWatchSize   = unsafe.Sizeof(gateWatch{})
-	GateReadersOff  = unsafe.Offsetof(gateMem{}.readers)
-	GateSeqOff      = unsafe.Offsetof(gateMem{}.seq)
 )
 
 // gate is a CQ's view of its C gate; without C memory (Go tests) it does

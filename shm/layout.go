@@ -150,17 +150,13 @@ type chanCtl struct {
 	addr    [maxAddrArea]byte
 }
 
-// recHdr is the header of a forward-ring record. stamp is written last (with
-// an atomic store) and equals stampOf(pos, salt) where pos is the record's
+// recHdr (generated, cabi_gen.go, from struct lnx_rec in
+// capi/include/lnx_capi.h, because lnx's C fast path writes records too)
+// is the header of a forward-ring record. stamp is written last (with an
+// atomic store) and equals stampOf(pos, salt) where pos is the record's
 // absolute position in the ring and salt is the channel session's salt.
-type recHdr struct {
-	stamp  uint64
-	kf     uint64 // kind | niov<<8 | internal flags (16..31) | user flags<<32
-	tag    uint64
-	data   uint64
-	size   uint64 // payload bytes (eager) or message bytes (rendezvous)
-	cookie uint64 // rendezvous: sender's slot cookie
-}
+// The constants C repeats (recHdrSize, lineBytes, recEager, epOpen) are
+// checked against it by cabi_gen_test.go.
 
 // ackEnt is one entry of the reverse (ack) ring; stamp = seq+1.
 type ackEnt struct {

@@ -15,40 +15,14 @@ import (
 // reloaded from and stored back to the slot around each Send. Ready is 1
 // only while the ring is claimed and mapped: a writer that finds it 0
 // must leave the send to Send, which also handles a full ring, pads and
-// peer death. The layout is mirrored in C (capi/include/lnx_capi.h, struct
-// lnx_txslot) and checked by capi's tests.
-type TxSlot struct {
-	Lock      uint32
-	Ready     uint32
-	Ring      uintptr // ring base
-	Mask      uint64
-	Size      uint64
-	Tail      uint64 // next record's absolute position
-	HeadCache uint64 // receiver's consumed position, as last read
-	Salt      uint64
-	EagerMax  uint64
-	FwdHead   uintptr // *uint64: the receiver's consumed position
-	PeerState uintptr // *uint64: the receiver's endpoint state (PeerOpen while open)
-	_         [40]byte
-}
+// peer death. The type is generated (cabi_gen.go) from struct lnx_txslot
+// in capi/include/lnx_capi.h; PeerState points at the receiver's endpoint
+// state, PeerOpen while it is open.
 
 // PeerOpen is the value of the word at TxSlot.PeerState while the
 // receiving endpoint is open; a writer that finds another value leaves the
 // send to Send, which reports the peer gone.
 const PeerOpen = epOpen
-
-// Record layout facts an outside writer needs (checked by capi's tests
-// against the C side).
-const (
-	RecHdrSize  = recHdrSize
-	RecLine     = lineBytes
-	RecEager    = recEager
-	RecStampOff = unsafe.Offsetof(recHdr{}.stamp)
-	RecKFOff    = unsafe.Offsetof(recHdr{}.kf)
-	RecTagOff   = unsafe.Offsetof(recHdr{}.tag)
-	RecDataOff  = unsafe.Offsetof(recHdr{}.data)
-	RecSizeOff  = unsafe.Offsetof(recHdr{}.size)
-)
 
 // txArenaSlots bounds the peers of one endpoint that get a TxSlot; later
 // ones are served by Send alone.

@@ -17,24 +17,24 @@ func outsideSend(s *TxSlot, h Hdr, b []byte) bool {
 	if s.Ready == 0 || uint64(len(b)) > s.EagerMax {
 		return false
 	}
-	need := (RecHdrSize + uint64(len(b)) + RecLine - 1) &^ (RecLine - 1)
+	need := (recHdrSize + uint64(len(b)) + lineBytes - 1) &^ (lineBytes - 1)
 	tail, off := s.Tail, s.Tail&s.Mask
 	if off+need > s.Size {
 		return false
 	}
-	if tail+need+RecLine > s.HeadCache+s.Size {
+	if tail+need+lineBytes > s.HeadCache+s.Size {
 		s.HeadCache = atomic.LoadUint64(*(**uint64)(unsafe.Pointer(&s.FwdHead)))
-		if tail+need+RecLine > s.HeadCache+s.Size {
+		if tail+need+lineBytes > s.HeadCache+s.Size {
 			return false
 		}
 	}
 	base := unsafe.Add(*(*unsafe.Pointer)(unsafe.Pointer(&s.Ring)), off)
-	*(*uint64)(unsafe.Add(base, RecKFOff)) = RecEager | uint64(h.Flags)<<32
-	*(*uint64)(unsafe.Add(base, RecTagOff)) = h.Tag
-	*(*uint64)(unsafe.Add(base, RecDataOff)) = h.Data
-	*(*uint64)(unsafe.Add(base, RecSizeOff)) = uint64(len(b))
-	copy(unsafe.Slice((*byte)(unsafe.Add(base, RecHdrSize)), len(b)), b)
-	atomic.StoreUint64((*uint64)(unsafe.Add(base, RecStampOff)), (tail^s.Salt)|1)
+	*(*uint64)(unsafe.Add(base, unsafe.Offsetof(recHdr{}.kf))) = recEager | uint64(h.Flags)<<32
+	*(*uint64)(unsafe.Add(base, unsafe.Offsetof(recHdr{}.tag))) = h.Tag
+	*(*uint64)(unsafe.Add(base, unsafe.Offsetof(recHdr{}.data))) = h.Data
+	*(*uint64)(unsafe.Add(base, unsafe.Offsetof(recHdr{}.size))) = uint64(len(b))
+	copy(unsafe.Slice((*byte)(unsafe.Add(base, recHdrSize)), len(b)), b)
+	atomic.StoreUint64((*uint64)(unsafe.Add(base, unsafe.Offsetof(recHdr{}.stamp))), (tail^s.Salt)|1)
 	s.Tail = tail + need
 	return true
 }

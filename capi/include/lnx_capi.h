@@ -82,10 +82,13 @@ struct lnx_cq     { struct fid_cq cq; lnx_handle h; struct lnx_gate gate; struct
  * does, when ready says the ring is claimed and mapped.
  */
 struct lnx_txslot {
-	uint32_t lock;
-	uint32_t ready;
-	uintptr_t ring;
-	uint64_t mask, size, tail, head_cache, salt, eager_max;
+	uint32_t lock;  /* every writer, C or Go, holds it */
+	uint32_t ready; /* Go: 1 only while the ring is claimed and mapped */
+	uintptr_t ring; /* Go: ring base */
+	uint64_t mask, size;
+	uint64_t tail;       /* next record's absolute position */
+	uint64_t head_cache; /* receiver's consumed position, as last read */
+	uint64_t salt, eager_max;
 	uintptr_t fwd_head; /* const volatile uint64_t *: receiver's consumed position */
 	uintptr_t peer_state; /* const volatile uint64_t *: receiver's endpoint state */
 	uint8_t pad[40];
@@ -98,7 +101,14 @@ struct lnx_txslot {
 #define LNX_REC_HDR   48
 #define LNX_REC_LINE  64
 #define LNX_REC_EAGER 2
-struct lnx_rec { uint64_t stamp, kf, tag, data, size, cookie; };
+struct lnx_rec {
+	uint64_t stamp; /* (pos ^ salt) | 1, stored last (release) */
+	uint64_t kf;    /* kind | niov<<8 | internal flags (16..31) | user flags<<32 */
+	uint64_t tag;
+	uint64_t data;
+	uint64_t size;   /* payload bytes (eager) or message bytes (rendezvous) */
+	uint64_t cookie; /* rendezvous: sender's slot cookie */
+};
 /* lnx's message header flags (lnx/msg.go), carried in kf's top half. */
 #define LNX_HDR_TAGGED 0x1
 #define LNX_HDR_DATA   0x2
