@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # lnx-go: build the provider, run tests and benchmarks.
 export PATH := $(PATH):/usr/local/go/bin
 GO      ?= go

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Installs what building and testing lnx-go needs on a fresh Debian 12
 # machine. Go itself comes from the machine image (/usr/local/go).
 # "deps.sh bench" (make bench-deps) adds what make bench needs beyond that:

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
 // Command capi is the C boundary of lnx, built with -buildmode=c-shared into
 // liblnx-fi.so. It exports fi_prov_ini (provider.c), owns the C ops tables
 // (objects.c) and the Go entry points they call (exports*.go). It converts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Event queues (fi_eq_open on an lnx fabric). An EQ carries control
  * events only (lnx's RDM endpoints have no connection events; AVs bound to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The ops table for what lnx endpoints do not offer (collectives):
  * libfabric's inline calls jump through ep->collective without a check,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The fid objects libfabric applications hold, and their ops tables. Every
  * entry point is a thin trampoline: it unpacks the call into a handle and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Wait sets (fi_wait_open), poll sets (fi_poll_open), fi_trywait and the
  * wait object controls of CQs and counters. Trampolines, as in objects.c:

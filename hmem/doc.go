@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
 // Package hmem is lnx's device-memory support: it tells device memory
 // from host memory, and moves data in and out of device memory with the
 // device runtimes' own copy functions, so that lnx never touches device

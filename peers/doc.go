@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
 // Package peers is the message matching engine owned by lnx: because lnx
 // multiplexes one libfabric endpoint over several core providers, receives
 // posted by the application and messages arriving from any core provider must

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
 package shm
 
 // AddrID returns the endpoint id an address blob names (the Src that

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
 // Package shm is an intra-node message transport between processes (or
 // endpoints within one process) over POSIX shared memory, in pure Go.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * C side of lnx's boundary: the fid wrappers libfabric sees, and the Go
  * entry points (exported from package capi) that the trampolines call.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Bits of the "kind" argument the data-path trampolines pass to Go. */
 #ifndef LNX_OPS_H
 #define LNX_OPS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Bits of the "kind" argument of the one-sided trampolines, beside
  * lnx_ops.h's LNX_OP_EXPLICIT, LNX_OP_INJECT and LNX_OP_DATA. */
 #ifndef LNX_RMA_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The lnx-go release: the one place it is kept. libfabric sees it as the
  * provider version FI_VERSION(1000, LNX_RELEASE) (fi_info -l), the load

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Wait objects, wait sets, poll sets and fi_trywait (capi/wait.c): the
  * fids and ops behind them. The waiting itself is Go's (lnx/wait.go).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
 // Command mangen turns docs/lnx.7.md into the roff man page fi_lnx.7
 // (make man; make install puts it under share/man/man7).
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
 // Package cuda is lnx's CUDA runtime: it loads the CUDA driver API
 // (libcuda.so.1) with dlopen at run time, so lnx builds, links and runs on
 // machines without CUDA, and it classifies pointers, copies between host

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * emu.c: an emulated GPU for testing lnx's hmem loaders without a GPU.
  *

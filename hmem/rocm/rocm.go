@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
 // Package rocm is lnx's ROCm runtime: it loads HIP (libamdhip64.so) with
 // dlopen at run time, so lnx builds, links and runs on machines without
 // ROCm, and it classifies pointers (hipPointerGetAttributes), copies

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
 // Package config is lnx's one list of settings: every FI_LNX_* variable,
 // its libfabric parameter type and help text (which capi hands to
 // fi_param_define, so `fi_info -e` lists exactly these), and Load, which

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
 // Package fi mirrors the parts of libfabric's public ABI that lnx reasons
 // about in Go: capability and mode bits, enums, error codes and a Go copy of
 // struct fi_info. It has no cgo so that getinfo and matching logic can be

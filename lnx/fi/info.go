@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
 package fi
 
 // Info is a Go copy of struct fi_info and its attribute structs, limited to

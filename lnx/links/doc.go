@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
 // Package links parses FI_LNX_PROV_LINKS, the list of core-provider groups
 // that one lnx endpoint links together.
 //

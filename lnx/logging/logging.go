@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
 // Package logging routes lnx's diagnostics to libfabric's log facility
 // (FI_LOG_LEVEL, FI_LOG_PROV, FI_LOG_SUBSYS). capi installs the sink that
 // calls fi_log; without one (Go unit tests) messages are dropped unless

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * A transport lent to C (tp_lend.go): while lnx has an armed receive, the
  * C side of fi_cq_read may read the transport's core CQ itself, take eager

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fi_bench: two-process tagged ping-pong and streaming bandwidth over any
  * libfabric provider, several providers side by side in one invocation.

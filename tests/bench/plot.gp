@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Draws a CSV written by fi_bench -c: latency (left) and bandwidth (right)
 # against message size, one line per case, log scales, and under each the
 # ratio of every case to the first (the baseline), on a log scale too.

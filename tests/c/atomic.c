@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * FI_ATOMIC: every operation MPI uses on every integer and floating type
  * checked against a model (fetched values and the target's memory),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * cq_overrun: far more completions than the CQ's size, none read until the
  * end. libfabric lets a provider fail with FI_EOVERRUN here; lnx's CQs grow

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Opens and closes every object 1000 times in one process and checks that
  * nothing accumulates: file descriptors, /dev/shm regions of this process,

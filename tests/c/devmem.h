@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Device memory for the C tests, through the runtime's own entry points
  * (CUDA driver API or HIP), loaded with dlopen from the library lnx itself

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Variables an application sets itself (setenv) before fi_getinfo reach
  * lnx: the links, and the device runtime library (FI_LNX_CUDA_LIB), which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * eq_basic: event queues on an lnx fabric, and AVs that complete inserts
  * through one. argv[1]: shm or link (the links the endpoint is opened

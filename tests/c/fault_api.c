@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fault_api: API edge cases that used to crash inside lnx (a recovered Go
  * panic, -FI_EOTHER), hang, or quietly do the wrong thing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fault_ep_churn: endpoints opened, bound, enabled and closed on one
  * thread while another thread reads the CQ they are bound to

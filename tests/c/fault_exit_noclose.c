@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fault_exit_noclose: a process that opens lnx endpoints and exits without
  * closing them (exit(), or a return from main) leaves no shm region in

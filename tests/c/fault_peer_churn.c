@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fault_peer_churn: a server whose same-node clients come and go. Each of
  * LNX_CHURN_CLIENTS (default 100) clients, one after the other, starts,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * A peer killed with SIGKILL in the middle of a transfer: the survivor gets
  * an error completion for the affected operation within a bounded time, never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fault_shm_env: lnx's shm core in hostile environments (namespaces, a
  * small or full /dev/shm). Needs root (unshare, mount); skipped (exit 77)

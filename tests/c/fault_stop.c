@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fault_stop: a peer stopped (SIGSTOP) for longer than FI_LNX_PEER_TIMEOUT
  * in the middle of mixed traffic, then continued (SIGCONT), is slow, not

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # fi_pingpong.sh FI_PINGPONG LINKS same|distinct
 #
 # Debian's fi_pingpong (libfabric-bin: a program nobody here wrote) as a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * getinfo_basic: what lnx reports from fi_getinfo.
  *

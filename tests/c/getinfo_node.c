@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * getinfo_node: fi_getinfo with node and service, as core providers take
  * them. argv[1]: "tcp" (the two processes on simulated nodes, distinct

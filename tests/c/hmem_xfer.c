@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Device memory through lnx between two processes: device-to-device,
  * host-to-device and device-to-host tagged transfers, with descriptors from

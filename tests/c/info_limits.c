@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * info_limits: what fi_info reports for lnx is what its objects accept.
  * argv[1]: shm, link or tcp (msg_test_opts). Rank A sends, rank B

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # install_pingpong: make install into a temporary DESTDIR, then use only the
 # installed copy (FI_PROVIDER_PATH names the installed provider directory):
 # its provider version and load message, a two-process tagged ping-pong

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * load_flood: an unexpected-message flood from 8 sender processes to one
  * receiver process. The receiver posts nothing for a while: lnx buffers up

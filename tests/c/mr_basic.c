@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * mr_basic: memory registration through lnx, in one process, on a link with
  * a network core (so every host MR is also registered with tcp;ofi_rxm).

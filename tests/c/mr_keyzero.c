@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * mr_keyzero: Open MPI 5's registration pattern, the one that fails over
  * libfabric 2.x's built-in lnx with -FI_ENOKEY at the second MR.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Data-path helpers and the cases msg_tagged.c and msg_untagged.c share.
  * Included (once) by each of those programs; g_tagged selects fi_t* calls

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * msg_tagged: fi_tsend / fi_trecv and friends between two processes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * msg_untagged: fi_send / fi_recv and friends between two processes.
  *

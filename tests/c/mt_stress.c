@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * mt_stress: several application threads on one endpoint and one CQ
  * (FI_THREAD_SAFE), between two processes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * objects: object lifecycle and control-path calls, for links "shm" and
  * "shm+tcp;ofi_rxm:lo".

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # `fi_info -e` through the running libfabric lists every FI_LNX_*
 # variables docs/lnx.7.md describes under ENVIRONMENT (lnx hands libfabric
 # its one list, lnx/config.Vars, with fi_param_define).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * FI_RMA between two processes: every byte written and read, completion
  * flags, remote CQ data at the target, refusals of bad keys, ranges and

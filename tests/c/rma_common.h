@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Helpers shared by the one-sided tests (rma.c, atomic.c): registering a
  * window, telling peers its key and address, and checking completions.

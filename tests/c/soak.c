@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * soak: randomized mixed traffic across 8 processes on 2 simulated nodes
  * (4 per FI_LNX_NODE_ID: shm inside a node, tcp;ofi_rxm between them),

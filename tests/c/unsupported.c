@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * unsupported: what lnx does not offer is refused at once with
  * -FI_ENODATA (fi_getinfo), -FI_ENOSYS or -FI_EOPNOTSUPP (calls), never a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * wep: a second endpoint on the harness's domain, with the CQs and
  * counters a test wants (the harness's own endpoint has one CQ for both

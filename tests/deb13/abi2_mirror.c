@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * abi2_mirror: capi/include/lnx_abi2.h against the real libfabric 2.x
  * headers (compiled in the Debian 13 root). lnx is built against 1.17's

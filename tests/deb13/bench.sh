@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # make bench's Debian 13 section, run inside the root (enter.sh): fi_bench
 # built against libfabric 2.1's headers, lnx-go beside libfabric 2.1's own
 # shm and tcp;ofi_rxm and beside 2.1's built-in lnx, in one invocation per

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Runs a command inside the Debian 13 root (root.sh) with /proc, /sys,
 # /dev/shm and /dev/pts bind-mounted (Open MPI and hwloc need them), the
 # source tree read-only at /lnx and build/deb13/out writable at /out.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Makes (or reuses) the Debian 13 "trixie" root the deb13 suite runs in:
 # libfabric 2.1 (with its own built-in lnx) and Open MPI 5.0.7 from
 # Debian's packages, under build/deb13/root. Nothing outside build/ is

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Makes or reuses the Debian 13 root, then runs suite.sh (or bench.sh:
 # run.sh bench) in it against build/lib/liblnx-fi.so (built on the host,
 # Debian 12). A machine that cannot make the root skips with a message

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # The Debian 13 suite, run inside the root by run.sh (enter.sh): the
 # source is at /lnx (read-only), results go to /out. Against libfabric 2.1
 # and Open MPI 5.0.7 from Debian's packages:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Wildcard receives: rank 0 receives from every other rank (3 senders at
  * -np 4) with MPI_ANY_SOURCE and/or MPI_ANY_TAG.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Collectives over the ofi MTL (Open MPI's coll components run on top of
  * point-to-point, so these exercise lnx with the traffic patterns of real
  * applications). Every result is computed independently and compared

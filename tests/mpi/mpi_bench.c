@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* mpi_bench: MPI-level point-to-point benchmark, as MPI programs see a
  * provider (issue #19): one-way ping-pong latency, windowed bandwidth and
  * message rate, bidirectional bandwidth, and with 4 or more ranks the

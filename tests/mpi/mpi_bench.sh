@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # MPI-level benchmark (issue #19): tests/mpi/mpi_bench over Open MPI's own
 # intra-node path (pml ob1 + btl vader, called sm in Open MPI 5) beside pml
 # cm + mtl ofi over lnx (links shm, and the default links), in one

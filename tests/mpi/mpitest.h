@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Helpers shared by the MPI acceptance tests for the lnx provider.
  *
  * Every program counts the mismatches it finds (printing the first few with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Non-overtaking (MPI 4.0, 3.5): messages from one sender that match the
  * same receive arrive in the order they were sent, whatever their sizes.
  * Here every stream mixes eager sizes (0 .. 16 KiB) with large ones (64 KiB

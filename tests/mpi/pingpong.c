@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* MPI ping-pong with validation.
  *
  * Ranks pair up (0-1, 2-3, ...; an odd last rank only joins the final

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Probing: MPI_Probe, MPI_Iprobe, MPI_Mprobe + MPI_Mrecv, MPI_Improbe +
  * MPI_Imrecv.
  *

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Run one MPI acceptance test over the lnx provider and check that lnx was
 # really used.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Nonblocking storms: every rank exchanges a burst of messages of many sizes
  * (0, tiny, around the shm/rxm eager limits, and well over 64 KiB) with
  * every other rank at once using MPI_Isend/MPI_Irecv, then MPI_Waitall.

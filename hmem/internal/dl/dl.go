@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
 // Package dl opens shared libraries and resolves their symbols at run time
 // (dlopen/dlsym), so that lnx has no link-time dependency on any device
 // library. Libraries are never closed: device runtimes do not survive

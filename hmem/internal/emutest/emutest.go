@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
 // Package emutest builds the emulated device library (hmem/emu/emu.c) and
 // runs the same tests against every hmem runtime loaded from it. Test
 // helpers only: cgo is not allowed in _test.go files, so the C parts of

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
 // Package iface holds the types that package hmem and its runtime packages
 // (hmem/cuda, hmem/rocm) share; hmem re-exports them, and code outside
 // hmem uses them through hmem.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
 // Package loader holds what the CUDA and ROCm loaders share: the state of a
 // runtime library loaded with dlopen, and the methods that only read it.
 package loader
