@@ -1,6 +1,6 @@
 /*
  * Wait sets (fi_wait_open), poll sets (fi_poll_open), fi_trywait and the
- * wait object controls of CQs and counters. Trampolines, as in objects.c:
+ * wait object controls of CQs and counters. Trampolines, as in ep.c:
  * the objects are Go's (lnx/wait.go); C keeps handles.
  */
 #include <stdlib.h>

@@ -200,7 +200,8 @@ struct lnx_mr     { struct fid_mr mr; lnx_handle h; };
 
 extern struct fi_provider lnx_prov;
 
-/* Object constructors (objects.c): wrap a Go handle in a fid. */
+/* Object constructors (fabric.c, domain.c, ep.c, av.c, cq.c, cntr.c): wrap
+ * a Go handle in a fid. */
 struct fid_fabric *lnx_new_fabric(lnx_handle h, void *context);
 struct fid_domain *lnx_new_domain(lnx_handle h, struct fid_fabric *fabric, void *context);
 struct lnx_ep *lnx_alloc_ep(void);
