@@ -146,7 +146,7 @@ struct lnx_rxq_entry {
  * entering Go. Anything else on a ring (another kind, a mismatch, a
  * truncation) sends the read to Go, which takes the rings back first.
  * While a network core is busy Go may lend its transport too (net,
- * peers/ofi/lnx_tp_lend.h): C then reads that core's CQ and takes an eager
+ * lnx_tp_lend.h): C then reads that core's CQ and takes an eager
  * message of the peer net_src names the same way.
  */
 #define LNX_ARM_RINGS 8

@@ -1,10 +1,10 @@
 /*
- * A transport lent to C (tp_lend.go): while lnx has an armed receive, the
- * C side of fi_cq_read may read the transport's core CQ itself, take eager
- * messages of one peer and send that peer small ones, so that neither the
- * idle polls nor those messages enter Go. capi calls these; peers/ofi defines them (tp_c.go).
- * The caller serializes the calls with Go's taking the transport back
- * (lnx's arm lock).
+ * A transport lent to C (peers/ofi/tp_lend.go): while lnx has an armed
+ * receive, the C side of fi_cq_read may read the transport's core CQ
+ * itself, take eager messages of one peer and send that peer small ones, so
+ * that neither the idle polls nor those messages enter Go. capi calls these
+ * (arm.c, fast_send.c); peers/ofi defines them (peers/ofi/tp.c). The caller
+ * serializes the calls with Go's taking the transport back (lnx's arm lock).
  */
 #ifndef LNX_TP_LEND_H
 #define LNX_TP_LEND_H
