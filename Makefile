@@ -149,7 +149,7 @@ soak: lib
 deb13: lib man
 	bash tests/deb13/run.sh
 
-test: gotest ctest fuzz deb13
+test: format-check gotest ctest fuzz deb13
 
 BENCH := build/bench/fi_bench
 $(BENCH): tests/bench/fi_bench.c

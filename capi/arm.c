@@ -10,7 +10,8 @@
 
 /* lnx_arm_takes: whether the armed receive takes an eager message with
  * lnx header flags hflags, tag, size bytes, from src (a->lock held). */
-static int lnx_arm_takes(const struct lnx_arm *a, uint64_t hflags, uint64_t tag, uint64_t size, uint64_t src)
+static int lnx_arm_takes(const struct lnx_arm *a, uint64_t hflags, uint64_t tag, uint64_t size,
+			 uint64_t src)
 {
 	if (!a->on || (hflags & ~(uint64_t)(LNX_HDR_TAGGED | LNX_HDR_DATA)) || size > a->len)
 		return 0;
@@ -22,14 +23,15 @@ static int lnx_arm_takes(const struct lnx_arm *a, uint64_t hflags, uint64_t tag,
 
 /* lnx_arm_done completes the armed receive with a message already copied
  * into its buffer (a->lock and cr->lock held, room reserved). */
-static void lnx_arm_done(struct lnx_arm *a, struct lnx_cring *cr, uint64_t hflags, uint64_t size, uint64_t data,
-			 uint64_t tag, uint64_t src)
+static void lnx_arm_done(struct lnx_arm *a, struct lnx_cring *cr, uint64_t hflags, uint64_t size,
+			 uint64_t data, uint64_t tag, uint64_t src)
 {
 	int tagged = (hflags & LNX_HDR_TAGGED) != 0, has_data = (hflags & LNX_HDR_DATA) != 0;
 	if (!a->c_armed)
 		a->go_done = 1;
 	__atomic_store_n(&a->on, 0, __ATOMIC_RELEASE);
-	lnx_cring_put(cr, a->ctx, a->buf, FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (has_data ? FI_REMOTE_CQ_DATA : 0),
+	lnx_cring_put(cr, a->ctx, a->buf,
+		      FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (has_data ? FI_REMOTE_CQ_DATA : 0),
 		      size, has_data ? data : 0, tag, src);
 	lnx_spin_unlock(&cr->lock);
 }
@@ -43,8 +45,8 @@ static int lnx_arm_take_net(struct lnx_arm *a)
 	if (n == 0)
 		return 0;
 	struct lnx_tp_msg m;
-	if (n != 1 || !a->on || !lnx_tp_look(t, &m) || !lnx_arm_takes(a, m.flags, m.tag, m.size, a->net_src) ||
-	    !lnx_cring_reserve(a->cring))
+	if (n != 1 || !a->on || !lnx_tp_look(t, &m) ||
+	    !lnx_arm_takes(a, m.flags, m.tag, m.size, a->net_src) || !lnx_cring_reserve(a->cring))
 		return LNX_ARM_GO;
 	if (m.size)
 		memcpy(a->buf, m.payload, m.size);
@@ -88,10 +90,12 @@ int lnx_arm_take(struct lnx_gate *g)
 			continue;
 		ret = LNX_ARM_GO;
 		uint64_t kf = rec->kf, hflags = kf >> 32, size = rec->size;
-		uint64_t need = (LNX_REC_HDR + size + LNX_REC_LINE - 1) & ~(uint64_t)(LNX_REC_LINE - 1);
+		uint64_t need =
+			(LNX_REC_HDR + size + LNX_REC_LINE - 1) & ~(uint64_t)(LNX_REC_LINE - 1);
 		if ((kf & 0xff) != LNX_REC_EAGER || size > r->eager_max || off + need > r->size)
 			break; /* another kind, or corruption Go reports */
-		if (!lnx_arm_takes(a, hflags, rec->tag, size, r->src) || !lnx_cring_reserve(a->cring))
+		if (!lnx_arm_takes(a, hflags, rec->tag, size, r->src) ||
+		    !lnx_cring_reserve(a->cring))
 			break;
 		if (size)
 			memcpy(a->buf, (const char *)rec + LNX_REC_HDR, size);

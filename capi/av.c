@@ -21,8 +21,8 @@ static int av_close(struct fid *fid)
  * data is the number inserted and whose context is the call's. lnx inserts
  * at once, so the events are queued before the call returns.
  */
-static int av_insert(struct fid_av *av, const void *addr, size_t count,
-		     fi_addr_t *fi_addr, uint64_t flags, void *context)
+static int av_insert(struct fid_av *av, const void *addr, size_t count, fi_addr_t *fi_addr,
+		     uint64_t flags, void *context)
 {
 	struct lnx_av *a = (struct lnx_av *)(void *)av;
 	if (!a->eq) {
@@ -36,7 +36,8 @@ static int av_insert(struct fid_av *av, const void *addr, size_t count,
 	if (fi_addr)
 		for (size_t i = 0; i < count; i++)
 			if (fi_addr[i] == FI_ADDR_NOTAVAIL)
-				lnx_eq_post(a->eq, FI_AV_COMPLETE, NULL, 0, FI_EINVAL, &av->fid, context, i);
+				lnx_eq_post(a->eq, FI_AV_COMPLETE, NULL, 0, FI_EINVAL, &av->fid,
+					    context, i);
 	struct fi_eq_entry ev = { .fid = &av->fid, .context = context, .data = (uint64_t)ret };
 	return lnx_eq_post(a->eq, FI_AV_COMPLETE, &ev, sizeof(ev), 0, NULL, NULL, 0);
 }
@@ -54,9 +55,15 @@ static int av_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	return 0;
 }
 static int av_insertsvc(struct fid_av *av, const char *node, const char *service,
-			fi_addr_t *fi_addr, uint64_t flags, void *context) { return -FI_ENOSYS; }
+			fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+	return -FI_ENOSYS;
+}
 static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt, const char *service,
-			size_t svccnt, fi_addr_t *fi_addr, uint64_t flags, void *context) { return -FI_ENOSYS; }
+			size_t svccnt, fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+	return -FI_ENOSYS;
+}
 static int av_remove(struct fid_av *av, fi_addr_t *fi_addr, size_t count, uint64_t flags)
 {
 	return lnx_go_av_remove(LNX_H(lnx_av, av), fi_addr, count, flags);
@@ -74,17 +81,30 @@ static const char *av_straddr(struct fid_av *av, const void *addr, char *buf, si
 	lnx_go_av_straddr((void *)addr, buf, len);
 	return buf;
 }
-static int av_set_nosys(struct fid_av *av, struct fi_av_set_attr *attr, struct fid_av_set **s, void *c) { return -FI_ENOSYS; }
+static int av_set_nosys(struct fid_av *av, struct fi_av_set_attr *attr, struct fid_av_set **s,
+			void *c)
+{
+	return -FI_ENOSYS;
+}
 
 struct fi_ops lnx_av_fi_ops = {
-	.size = sizeof(struct fi_ops), .close = av_close, .bind = av_bind,
-	.control = nosys_control, .ops_open = nosys_ops_open, .ops_set = nosys_ops_set,
+	.size = sizeof(struct fi_ops),
+	.close = av_close,
+	.bind = av_bind,
+	.control = nosys_control,
+	.ops_open = nosys_ops_open,
+	.ops_set = nosys_ops_set,
 };
 
 static struct fi_ops_av av_ops = {
-	.size = sizeof(struct fi_ops_av), .insert = av_insert, .insertsvc = av_insertsvc,
-	.insertsym = av_insertsym, .remove = av_remove, .lookup = av_lookup,
-	.straddr = av_straddr, .av_set = av_set_nosys,
+	.size = sizeof(struct fi_ops_av),
+	.insert = av_insert,
+	.insertsvc = av_insertsvc,
+	.insertsym = av_insertsym,
+	.remove = av_remove,
+	.lookup = av_lookup,
+	.straddr = av_straddr,
+	.av_set = av_set_nosys,
 };
 
 struct fid_av *lnx_new_av(lnx_handle h, void *context)

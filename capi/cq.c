@@ -17,7 +17,8 @@ static int cq_close(struct fid *fid)
 	return ret;
 }
 
-static ssize_t cq_read_common(struct fid_cq *cq, void *buf, size_t count, fi_addr_t *src, int timeout)
+static ssize_t cq_read_common(struct fid_cq *cq, void *buf, size_t count, fi_addr_t *src,
+			      int timeout)
 {
 	struct lnx_cq *c = (struct lnx_cq *)(void *)cq;
 	if (!count) {
@@ -64,12 +65,17 @@ static ssize_t cq_sread(struct fid_cq *cq, void *buf, size_t count, const void *
 {
 	return cq_read_common(cq, buf, count, NULL, timeout < 0 ? -1 : timeout + 1);
 }
-static ssize_t cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count, fi_addr_t *src, const void *cond, int timeout)
+static ssize_t cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count, fi_addr_t *src,
+			    const void *cond, int timeout)
 {
 	return cq_read_common(cq, buf, count, src, timeout < 0 ? -1 : timeout + 1);
 }
-static int cq_signal(struct fid_cq *cq) { return lnx_go_cq_signal(LNX_H(lnx_cq, cq)); }
-static const char *cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data, char *buf, size_t len)
+static int cq_signal(struct fid_cq *cq)
+{
+	return lnx_go_cq_signal(LNX_H(lnx_cq, cq));
+}
+static const char *cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data, char *buf,
+			       size_t len)
 {
 	const char *s = fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
 	if (buf && len) {
@@ -80,17 +86,29 @@ static const char *cq_strerror(struct fid_cq *cq, int prov_errno, const void *er
 	return s;
 }
 
-static int cq_control(struct fid *fid, int command, void *arg) { return lnx_wait_control(LNX_H(lnx_cq, fid), command, arg); }
+static int cq_control(struct fid *fid, int command, void *arg)
+{
+	return lnx_wait_control(LNX_H(lnx_cq, fid), command, arg);
+}
 
 struct fi_ops lnx_cq_fi_ops = {
-	.size = sizeof(struct fi_ops), .close = cq_close, .bind = nosys_bind,
-	.control = cq_control, .ops_open = nosys_ops_open, .ops_set = nosys_ops_set,
+	.size = sizeof(struct fi_ops),
+	.close = cq_close,
+	.bind = nosys_bind,
+	.control = cq_control,
+	.ops_open = nosys_ops_open,
+	.ops_set = nosys_ops_set,
 };
 
 static struct fi_ops_cq cq_ops = {
-	.size = sizeof(struct fi_ops_cq), .read = cq_read, .readfrom = cq_readfrom,
-	.readerr = cq_readerr, .sread = cq_sread, .sreadfrom = cq_sreadfrom,
-	.signal = cq_signal, .strerror = cq_strerror,
+	.size = sizeof(struct fi_ops_cq),
+	.read = cq_read,
+	.readfrom = cq_readfrom,
+	.readerr = cq_readerr,
+	.sread = cq_sread,
+	.sreadfrom = cq_sreadfrom,
+	.signal = cq_signal,
+	.strerror = cq_strerror,
 };
 
 _Static_assert(sizeof(struct lnx_cring) <= 16384, "struct lnx_cring fits four pages");

@@ -16,7 +16,8 @@
  */
 int lnx_cq_idle(struct lnx_gate *g)
 {
-	if (__atomic_load_n(&g->pending, __ATOMIC_ACQUIRE) || __atomic_load_n(&g->posts, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&g->pending, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&g->posts, __ATOMIC_ACQUIRE))
 		return 0;
 	if (g->idle >= __atomic_load_n(&g->skip_max, __ATOMIC_RELAXED))
 		return 0; /* time for Go's slower duties */
@@ -45,7 +46,9 @@ int lnx_cq_idle(struct lnx_gate *g)
  * receives), in the CQ's format. */
 ssize_t lnx_cring_read(struct lnx_cring *r, void *buf, size_t count, fi_addr_t *src)
 {
-	if (__atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) == __atomic_load_n(&r->head, __ATOMIC_RELAXED) || !buf)
+	if (__atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) ==
+		    __atomic_load_n(&r->head, __ATOMIC_RELAXED) ||
+	    !buf)
 		return 0;
 	lnx_spin_lock(&r->lock);
 	size_t n = 0;
@@ -53,20 +56,31 @@ ssize_t lnx_cring_read(struct lnx_cring *r, void *buf, size_t count, fi_addr_t *
 		const typeof(r->e[0]) *x = &r->e[r->head % LNX_CRING];
 		switch (r->format) {
 		case FI_CQ_FORMAT_CONTEXT:
-			((struct fi_cq_entry *)buf)[n] = (struct fi_cq_entry){ .op_context = x->ctx };
+			((struct fi_cq_entry *)buf)[n] =
+				(struct fi_cq_entry){ .op_context = x->ctx };
 			break;
 		case FI_CQ_FORMAT_MSG:
 			((struct fi_cq_msg_entry *)buf)[n] =
-				(struct fi_cq_msg_entry){ .op_context = x->ctx, .flags = x->flags, .len = x->len };
+				(struct fi_cq_msg_entry){ .op_context = x->ctx,
+							  .flags = x->flags,
+							  .len = x->len };
 			break;
 		case FI_CQ_FORMAT_DATA:
-			((struct fi_cq_data_entry *)buf)[n] = (struct fi_cq_data_entry){
-				.op_context = x->ctx, .flags = x->flags, .len = x->len, .buf = x->buf, .data = x->data };
+			((struct fi_cq_data_entry *)buf)[n] =
+				(struct fi_cq_data_entry){ .op_context = x->ctx,
+							   .flags = x->flags,
+							   .len = x->len,
+							   .buf = x->buf,
+							   .data = x->data };
 			break;
 		default:
-			((struct fi_cq_tagged_entry *)buf)[n] = (struct fi_cq_tagged_entry){
-				.op_context = x->ctx, .flags = x->flags, .len = x->len, .buf = x->buf,
-				.data = x->data, .tag = x->tag };
+			((struct fi_cq_tagged_entry *)buf)[n] =
+				(struct fi_cq_tagged_entry){ .op_context = x->ctx,
+							     .flags = x->flags,
+							     .len = x->len,
+							     .buf = x->buf,
+							     .data = x->data,
+							     .tag = x->tag };
 		}
 		if (src)
 			src[n] = x->src;

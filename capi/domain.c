@@ -8,10 +8,13 @@
 #include "lnx_ops.h"
 #include "lnx_rma.h"
 
-static int domain_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_domain, fid)); }
+static int domain_close(struct fid *fid)
+{
+	return lnx_close_common(fid, LNX_H(lnx_domain, fid));
+}
 
-static int domain_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
-			  struct fid_av **av, void *context)
+static int domain_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av,
+			  void *context)
 {
 	lnx_handle h = 0;
 	struct fi_av_attr a;
@@ -36,8 +39,8 @@ static int domain_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 	return 0;
 }
 
-static int domain_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
-			  struct fid_cq **cq, void *context)
+static int domain_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
+			  void *context)
 {
 	lnx_handle h = 0;
 	struct lnx_cq *c = lnx_alloc_cq();
@@ -48,7 +51,8 @@ static int domain_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 		lnx_free_cq(c);
 		return ret;
 	}
-	c->cring->format = attr && attr->format != FI_CQ_FORMAT_UNSPEC ? attr->format : FI_CQ_FORMAT_CONTEXT;
+	c->cring->format =
+		attr && attr->format != FI_CQ_FORMAT_UNSPEC ? attr->format : FI_CQ_FORMAT_CONTEXT;
 	lnx_init_cq(c, h, context);
 	*cq = &c->cq;
 	return 0;
@@ -69,8 +73,8 @@ static int domain_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr
 	return 0;
 }
 
-static int domain_endpoint(struct fid_domain *domain, struct fi_info *info,
-			   struct fid_ep **ep, void *context)
+static int domain_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
+			   void *context)
 {
 	lnx_handle h = 0;
 	struct lnx_ep *e = lnx_alloc_ep();
@@ -86,18 +90,30 @@ static int domain_endpoint(struct fid_domain *domain, struct fi_info *info,
 	return 0;
 }
 
-static int domain_endpoint2(struct fid_domain *domain, struct fi_info *info,
-			    struct fid_ep **ep, uint64_t flags, void *context)
+static int domain_endpoint2(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
+			    uint64_t flags, void *context)
 {
 	if (flags)
 		return -FI_EBADFLAGS;
 	return domain_endpoint(domain, info, ep, context);
 }
 
-static int domain_sep(struct fid_domain *d, struct fi_info *i, struct fid_ep **e, void *c) { return -FI_ENOSYS; }
-static int domain_poll(struct fid_domain *d, struct fi_poll_attr *a, struct fid_poll **p) { return lnx_poll_open(d, a, p); }
-static int domain_stx(struct fid_domain *d, struct fi_tx_attr *a, struct fid_stx **s, void *c) { return -FI_ENOSYS; }
-static int domain_srx(struct fid_domain *d, struct fi_rx_attr *a, struct fid_ep **r, void *c) { return -FI_ENOSYS; }
+static int domain_sep(struct fid_domain *d, struct fi_info *i, struct fid_ep **e, void *c)
+{
+	return -FI_ENOSYS;
+}
+static int domain_poll(struct fid_domain *d, struct fi_poll_attr *a, struct fid_poll **p)
+{
+	return lnx_poll_open(d, a, p);
+}
+static int domain_stx(struct fid_domain *d, struct fi_tx_attr *a, struct fid_stx **s, void *c)
+{
+	return -FI_ENOSYS;
+}
+static int domain_srx(struct fid_domain *d, struct fi_rx_attr *a, struct fid_ep **r, void *c)
+{
+	return -FI_ENOSYS;
+}
 /* fi_query_atomic: FI_FETCH_ATOMIC / FI_COMPARE_ATOMIC pick the call. */
 static int domain_qatomic(struct fid_domain *d, enum fi_datatype dt, enum fi_op op,
 			  struct fi_atomic_attr *a, uint64_t f)
@@ -105,24 +121,40 @@ static int domain_qatomic(struct fid_domain *d, enum fi_datatype dt, enum fi_op 
 	if (!a || (f & FI_FETCH_ATOMIC && f & FI_COMPARE_ATOMIC))
 		return -FI_EINVAL;
 	size_t size = 0;
-	int kind = (f & FI_COMPARE_ATOMIC) ? LNX_OP_COMPARE : (f & FI_FETCH_ATOMIC) ? LNX_OP_FETCH : 0;
+	int kind = (f & FI_COMPARE_ATOMIC) ? LNX_OP_COMPARE :
+		   (f & FI_FETCH_ATOMIC)   ? LNX_OP_FETCH :
+					     0;
 	int ret = lnx_go_atomic_valid(dt, op, kind, &a->count, &size);
 	if (ret == 0)
 		a->size = size;
 	return ret;
 }
-static int domain_qcoll(struct fid_domain *d, enum fi_collective_op c,
-			struct fi_collective_attr *a, uint64_t f) { return -FI_EOPNOTSUPP; }
+static int domain_qcoll(struct fid_domain *d, enum fi_collective_op c, struct fi_collective_attr *a,
+			uint64_t f)
+{
+	return -FI_EOPNOTSUPP;
+}
 
 static struct fi_ops domain_fi_ops = {
-	.size = sizeof(struct fi_ops), .close = domain_close, .bind = nosys_bind,
-	.control = nosys_control, .ops_open = nosys_ops_open, .ops_set = nosys_ops_set,
+	.size = sizeof(struct fi_ops),
+	.close = domain_close,
+	.bind = nosys_bind,
+	.control = nosys_control,
+	.ops_open = nosys_ops_open,
+	.ops_set = nosys_ops_set,
 };
 static struct fi_ops_domain domain_ops = {
-	.size = sizeof(struct fi_ops_domain), .av_open = domain_av_open, .cq_open = domain_cq_open,
-	.endpoint = domain_endpoint, .scalable_ep = domain_sep, .cntr_open = domain_cntr_open,
-	.poll_open = domain_poll, .stx_ctx = domain_stx, .srx_ctx = domain_srx,
-	.query_atomic = domain_qatomic, .query_collective = domain_qcoll,
+	.size = sizeof(struct fi_ops_domain),
+	.av_open = domain_av_open,
+	.cq_open = domain_cq_open,
+	.endpoint = domain_endpoint,
+	.scalable_ep = domain_sep,
+	.cntr_open = domain_cntr_open,
+	.poll_open = domain_poll,
+	.stx_ctx = domain_stx,
+	.srx_ctx = domain_srx,
+	.query_atomic = domain_qatomic,
+	.query_collective = domain_qcoll,
 	.endpoint2 = domain_endpoint2,
 };
 

@@ -6,10 +6,13 @@
 #include "lnx_internal.h"
 #include "lnx_wait.h"
 
-static int fabric_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_fabric, fid)); }
+static int fabric_close(struct fid *fid)
+{
+	return lnx_close_common(fid, LNX_H(lnx_fabric, fid));
+}
 
-static int fabric_domain(struct fid_fabric *fabric, struct fi_info *info,
-			 struct fid_domain **dom, void *context)
+static int fabric_domain(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
+			 void *context)
 {
 	lnx_handle h = 0;
 	int ret = lnx_go_domain(LNX_H(lnx_fabric, fabric), info, &h);
@@ -23,25 +26,42 @@ static int fabric_domain(struct fid_fabric *fabric, struct fi_info *info,
 	return 0;
 }
 
-static int fabric_domain2(struct fid_fabric *fabric, struct fi_info *info,
-			  struct fid_domain **dom, uint64_t flags, void *context)
+static int fabric_domain2(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
+			  uint64_t flags, void *context)
 {
 	if (flags)
 		return -FI_EBADFLAGS;
 	return fabric_domain(fabric, info, dom, context);
 }
 
-static int fabric_pep(struct fid_fabric *f, struct fi_info *i, struct fid_pep **p, void *c) { return -FI_ENOSYS; }
-static int fabric_wait(struct fid_fabric *f, struct fi_wait_attr *a, struct fid_wait **w) { return lnx_wait_open(f, a, w); }
-static int fabric_trywait(struct fid_fabric *f, struct fid **fids, int count) { return lnx_trywait(f, fids, count); }
+static int fabric_pep(struct fid_fabric *f, struct fi_info *i, struct fid_pep **p, void *c)
+{
+	return -FI_ENOSYS;
+}
+static int fabric_wait(struct fid_fabric *f, struct fi_wait_attr *a, struct fid_wait **w)
+{
+	return lnx_wait_open(f, a, w);
+}
+static int fabric_trywait(struct fid_fabric *f, struct fid **fids, int count)
+{
+	return lnx_trywait(f, fids, count);
+}
 
 static struct fi_ops fabric_fi_ops = {
-	.size = sizeof(struct fi_ops), .close = fabric_close, .bind = nosys_bind,
-	.control = nosys_control, .ops_open = nosys_ops_open, .ops_set = nosys_ops_set,
+	.size = sizeof(struct fi_ops),
+	.close = fabric_close,
+	.bind = nosys_bind,
+	.control = nosys_control,
+	.ops_open = nosys_ops_open,
+	.ops_set = nosys_ops_set,
 };
 static struct fi_ops_fabric fabric_ops = {
-	.size = sizeof(struct fi_ops_fabric), .domain = fabric_domain, .passive_ep = fabric_pep,
-	.eq_open = lnx_eq_open, .wait_open = fabric_wait, .trywait = fabric_trywait,
+	.size = sizeof(struct fi_ops_fabric),
+	.domain = fabric_domain,
+	.passive_ep = fabric_pep,
+	.eq_open = lnx_eq_open,
+	.wait_open = fabric_wait,
+	.trywait = fabric_trywait,
 	.domain2 = fabric_domain2,
 };
 

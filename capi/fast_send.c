@@ -80,21 +80,24 @@ static ssize_t lnx_fast_put_net(struct lnx_arm *a, fi_addr_t dest, uint64_t hfla
  * Go, which also reports every error.
  */
 
-ssize_t lnx_fast_send(struct lnx_fast *f, const struct iovec *iov, size_t count,
-			     fi_addr_t dest, uint64_t tag, uint64_t data, void *ctx, int kind)
+ssize_t lnx_fast_send(struct lnx_fast *f, const struct iovec *iov, size_t count, fi_addr_t dest,
+		      uint64_t tag, uint64_t data, void *ctx, int kind)
 {
 	if (!__atomic_load_n(&f->on, __ATOMIC_ACQUIRE) || (kind & LNX_OP_EXPLICIT) || count > 1 ||
 	    dest >= LNX_FAST_PEERS)
 		return LNX_FAST_DECLINED;
-	struct lnx_txslot *s = (struct lnx_txslot *)__atomic_load_n(&f->peer[dest], __ATOMIC_ACQUIRE);
+	struct lnx_txslot *s =
+		(struct lnx_txslot *)__atomic_load_n(&f->peer[dest], __ATOMIC_ACQUIRE);
 	struct lnx_arm *a = &f->arm;
-	if (!s && (!__atomic_load_n(&a->lent, __ATOMIC_RELAXED) || !__atomic_load_n(&a->net, __ATOMIC_RELAXED) ||
+	if (!s && (!__atomic_load_n(&a->lent, __ATOMIC_RELAXED) ||
+		   !__atomic_load_n(&a->net, __ATOMIC_RELAXED) ||
 		   __atomic_load_n(&a->net_src, __ATOMIC_RELAXED) != dest))
 		return LNX_FAST_DECLINED;
 	size_t len = count ? iov[0].iov_len : 0;
 	const void *buf = count ? iov[0].iov_base : NULL;
 	uint64_t txf = __atomic_load_n(&f->tx_flags, __ATOMIC_RELAXED);
-	if ((len && !buf) || (((kind & LNX_OP_INJECT) || (txf & FI_INJECT)) && len > f->inject_size))
+	if ((len && !buf) ||
+	    (((kind & LNX_OP_INJECT) || (txf & FI_INJECT)) && len > f->inject_size))
 		return LNX_FAST_DECLINED;
 	int want_cq = !(kind & LNX_OP_INJECT) && (!f->tx_sel || (txf & FI_COMPLETION));
 	struct lnx_cring *cr = __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE);
@@ -105,12 +108,13 @@ ssize_t lnx_fast_send(struct lnx_fast *f, const struct iovec *iov, size_t count,
 		hflags |= LNX_HDR_DATA;
 	else
 		data = 0;
-	ssize_t ret = s ? lnx_fast_put_shm(s, hflags, tag, data, buf, len)
-			: lnx_fast_put_net(a, dest, hflags, tag, data, buf, len);
+	ssize_t ret = s ? lnx_fast_put_shm(s, hflags, tag, data, buf, len) :
+			  lnx_fast_put_net(a, dest, hflags, tag, data, buf, len);
 	if (want_cq) {
 		if (ret == 0)
-			lnx_cring_put(cr, ctx, NULL, FI_SEND | ((kind & LNX_OP_TAGGED) ? FI_TAGGED : FI_MSG), 0, 0, 0,
-				      FI_ADDR_NOTAVAIL);
+			lnx_cring_put(cr, ctx, NULL,
+				      FI_SEND | ((kind & LNX_OP_TAGGED) ? FI_TAGGED : FI_MSG), 0, 0,
+				      0, FI_ADDR_NOTAVAIL);
 		lnx_spin_unlock(&cr->lock);
 	}
 	return ret;

@@ -9,7 +9,10 @@
 /* Memory registration: every variant becomes one fi_mr_attr for Go. The
  * descriptor (fi_mr_desc) is the MR's Go handle, so the data path finds the
  * MR without trusting a pointer the application hands back. */
-static int mr_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_mr, fid)); }
+static int mr_close(struct fid *fid)
+{
+	return lnx_close_common(fid, LNX_H(lnx_mr, fid));
+}
 
 static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
@@ -37,12 +40,16 @@ static int mr_control(struct fid *fid, int command, void *arg)
 }
 
 static struct fi_ops mr_fi_ops = {
-	.size = sizeof(struct fi_ops), .close = mr_close, .bind = mr_bind,
-	.control = mr_control, .ops_open = nosys_ops_open, .ops_set = nosys_ops_set,
+	.size = sizeof(struct fi_ops),
+	.close = mr_close,
+	.bind = mr_bind,
+	.control = mr_control,
+	.ops_open = nosys_ops_open,
+	.ops_set = nosys_ops_set,
 };
 
-static int domain_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
-			     uint64_t flags, struct fid_mr **mr)
+static int domain_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
+			     struct fid_mr **mr)
 {
 	struct lnx_domain *d = (struct lnx_domain *)(void *)fid;
 	lnx_handle h = 0;
@@ -67,9 +74,9 @@ static int domain_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	return 0;
 }
 
-static int domain_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
-			  uint64_t access, uint64_t offset, uint64_t requested_key,
-			  uint64_t flags, struct fid_mr **mr, void *context)
+static int domain_mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint64_t access,
+			  uint64_t offset, uint64_t requested_key, uint64_t flags,
+			  struct fid_mr **mr, void *context)
 {
 	struct fi_mr_attr attr;
 	memset(&attr, 0, sizeof(attr));
@@ -92,6 +99,8 @@ static int domain_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t 
 }
 
 struct fi_ops_mr lnx_domain_mr_ops = {
-	.size = sizeof(struct fi_ops_mr), .reg = domain_mr_reg, .regv = domain_mr_regv,
+	.size = sizeof(struct fi_ops_mr),
+	.reg = domain_mr_reg,
+	.regv = domain_mr_regv,
 	.regattr = domain_mr_regattr,
 };

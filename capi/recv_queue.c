@@ -19,7 +19,8 @@ static int lnx_rearm(struct lnx_fast *f, const struct iovec *iov, void **desc, s
 		     fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx, int kind)
 {
 	struct lnx_arm *a = &f->arm;
-	if (!__atomic_load_n(&a->rearm, __ATOMIC_RELAXED) || !__atomic_load_n(&a->lent, __ATOMIC_RELAXED) ||
+	if (!__atomic_load_n(&a->rearm, __ATOMIC_RELAXED) ||
+	    !__atomic_load_n(&a->lent, __ATOMIC_RELAXED) ||
 	    __atomic_load_n(&a->on, __ATOMIC_RELAXED))
 		return 0;
 	if (__atomic_exchange_n(&a->lock, 1, __ATOMIC_ACQUIRE))
@@ -57,7 +58,7 @@ static int lnx_rearm(struct lnx_fast *f, const struct iovec *iov, void **desc, s
  */
 
 ssize_t lnx_fast_recv(struct lnx_fast *f, const struct iovec *iov, void **desc, size_t count,
-			     fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx, int kind)
+		      fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx, int kind)
 {
 	if (!__atomic_load_n(&f->rx_on, __ATOMIC_ACQUIRE) || (kind & LNX_OP_EXPLICIT) || count > 1)
 		return LNX_FAST_DECLINED;

@@ -18,12 +18,24 @@
 #define LNX_H(type, fidp) (((struct type *)(void *)(fidp))->h)
 
 /* Unsupported operations. */
-static inline int nosys_bind(struct fid *fid, struct fid *bfid, uint64_t flags) { return -FI_ENOSYS; }
-static inline int nosys_control(struct fid *fid, int command, void *arg) { return -FI_ENOSYS; }
-static inline int nosys_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
-{ return -FI_ENOSYS; }
-static inline int nosys_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context)
-{ return -FI_ENOSYS; }
+static inline int nosys_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+static inline int nosys_control(struct fid *fid, int command, void *arg)
+{
+	return -FI_ENOSYS;
+}
+static inline int nosys_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
+				 void *context)
+{
+	return -FI_ENOSYS;
+}
+static inline int nosys_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops,
+				void *context)
+{
+	return -FI_ENOSYS;
+}
 
 static inline int lnx_close_common(struct fid *fid, lnx_handle h)
 {
@@ -39,11 +51,14 @@ static inline void lnx_spin_lock(uint32_t *l)
 		while (__atomic_load_n(l, __ATOMIC_RELAXED))
 			__builtin_ia32_pause();
 }
-static inline void lnx_spin_unlock(uint32_t *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+static inline void lnx_spin_unlock(uint32_t *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
 
 /* lnx_cring_put appends one completion (cr->lock held, room checked). */
-static inline void lnx_cring_put(struct lnx_cring *cr, void *ctx, void *buf, uint64_t flags, uint64_t len,
-				 uint64_t data, uint64_t tag, uint64_t src)
+static inline void lnx_cring_put(struct lnx_cring *cr, void *ctx, void *buf, uint64_t flags,
+				 uint64_t len, uint64_t data, uint64_t tag, uint64_t src)
 {
 	typeof(cr->e[0]) *x = &cr->e[cr->tail % LNX_CRING];
 	x->ctx = ctx;
@@ -83,11 +98,11 @@ static inline void *lnx_map(size_t n)
 }
 
 /* Ops tables the endpoint (ep.c) and lnx_handle_of compare with. */
-LNX_HIDDEN extern struct fi_ops lnx_av_fi_ops;    /* av.c */
-LNX_HIDDEN extern struct fi_ops lnx_cq_fi_ops;    /* cq.c */
-LNX_HIDDEN extern struct fi_ops lnx_cntr_fi_ops;  /* cntr.c */
-LNX_HIDDEN extern struct fi_ops_mr lnx_domain_mr_ops; /* mr.c */
-LNX_HIDDEN extern struct fi_ops_rma lnx_ep_rma_ops;   /* rma.c */
+LNX_HIDDEN extern struct fi_ops lnx_av_fi_ops;		  /* av.c */
+LNX_HIDDEN extern struct fi_ops lnx_cq_fi_ops;		  /* cq.c */
+LNX_HIDDEN extern struct fi_ops lnx_cntr_fi_ops;	  /* cntr.c */
+LNX_HIDDEN extern struct fi_ops_mr lnx_domain_mr_ops;	  /* mr.c */
+LNX_HIDDEN extern struct fi_ops_rma lnx_ep_rma_ops;	  /* rma.c */
 LNX_HIDDEN extern struct fi_ops_atomic lnx_ep_atomic_ops; /* atomic.c */
 
 #define LNX_FAST_DECLINED 1 /* not a libfabric return value: Go takes the send */
@@ -95,8 +110,9 @@ LNX_HIDDEN extern struct fi_ops_atomic lnx_ep_atomic_ops; /* atomic.c */
 LNX_HIDDEN ssize_t lnx_fast_send(struct lnx_fast *f, const struct iovec *iov, size_t count,
 				 fi_addr_t dest, uint64_t tag, uint64_t data, void *ctx, int kind);
 /* Queued receives and re-arming (recv_queue.c): 0, or declined. */
-LNX_HIDDEN ssize_t lnx_fast_recv(struct lnx_fast *f, const struct iovec *iov, void **desc, size_t count,
-				 fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx, int kind);
+LNX_HIDDEN ssize_t lnx_fast_recv(struct lnx_fast *f, const struct iovec *iov, void **desc,
+				 size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore,
+				 void *ctx, int kind);
 
 #define LNX_ARM_GO (-1) /* a record C cannot take: Go must run */
 /* The armed receive (arm.c): 1 completed, 0 nothing new, or LNX_ARM_GO. */

@@ -40,6 +40,7 @@ void lnx_tp_consume(void *tp);
  * header) to the lent peer with fi_inject, if it may: 0 when sent, -1
  * when Go must send it (not allowed, too large, no credits, or the core
  * refused). */
-int lnx_tp_send_eager(void *tp, uint32_t flags, uint64_t tag, uint64_t data, const void *buf, size_t len);
+int lnx_tp_send_eager(void *tp, uint32_t flags, uint64_t tag, uint64_t data, const void *buf,
+		      size_t len);
 
 #endif
