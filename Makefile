@@ -30,7 +30,7 @@ MANDIR  ?= $(PREFIX)/share/man
 PROVDIR  = $(LIBDIR)/libfabric
 INSTALL ?= install
 
-.PHONY: all deps lib generate man install uninstall test gotest ctest soak fuzz deb13 bench bench-deps plot pingpong clean clean-deb13
+.PHONY: all deps lib generate format format-check man install uninstall test gotest ctest soak fuzz deb13 bench bench-deps plot pingpong clean clean-deb13
 
 all: lib man
 
@@ -55,6 +55,21 @@ LIB_TOOLCHAIN ?= go1.26.8
 # fails when they are out of date).
 generate:
 	$(GO) generate ./internal/cabigen
+
+# The C sources in one style (.clang-format): make format rewrites them,
+# make format-check (part of make test) fails on any difference and on
+# any line over 100 columns.
+CLANG_FORMAT ?= clang-format
+C_SOURCES = $(sort $(wildcard capi/*.c capi/include/*.h peers/ofi/*.c tests/c/*.c tests/c/*.h \
+	tests/bench/*.c tests/mpi/*.c tests/mpi/*.h))
+format:
+	$(CLANG_FORMAT) -i --style=file $(C_SOURCES)
+format-check:
+	@echo 'format-check: $(words $(C_SOURCES)) C files against .clang-format ($(CLANG_FORMAT)), and no line over 100 columns'
+	$(CLANG_FORMAT) --dry-run -Werror --style=file $(C_SOURCES)
+	@long=0; for f in $(C_SOURCES); do \
+		expand -t 8 "$$f" | awk -v f="$$f" 'length > 100 { print f ":" FNR ": " length " columns"; n++ } END { exit n > 0 }' || long=1; \
+	done; [ $$long = 0 ] || { echo 'format-check: lines over 100 columns (tabs 8 wide) above' >&2; exit 1; }
 
 lib:
 	GOTOOLCHAIN=$(LIB_TOOLCHAIN) $(GO) build -buildmode=c-shared -ldflags='$(LDFLAGS) -X main.gitCommit=$(GIT_COMMIT)' -o $(LIB) ./capi
@@ -135,7 +150,7 @@ soak: lib
 deb13: lib man
 	bash tests/deb13/run.sh
 
-test: gotest ctest fuzz deb13
+test: format-check gotest ctest fuzz deb13
 
 BENCH := build/bench/fi_bench
 $(BENCH): tests/bench/fi_bench.c

@@ -15,7 +15,8 @@ done
 pkgs=(libfabric-dev libfabric1 libfabric-bin cmake pkg-config gcc make openmpi-bin libopenmpi-dev
 	libamdhip64-5 # the real ROCm runtime: hmem/rocm checks its symbols (no GPU needed)
 	debootstrap   # the Debian 13 root of the libfabric 2.x suite (tests/deb13)
-	man-db groff-base) # docs/mangen's test renders the man page with man --warnings
+	man-db groff-base  # docs/mangen's test renders the man page with man --warnings
+	clang-format)      # make format-check: the C style (.clang-format)
 pkgs+=(${extra[@]+"${extra[@]}"})
 missing=()
 for p in "${pkgs[@]}"; do

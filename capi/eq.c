@@ -21,10 +21,10 @@
 struct lnx_eq_event {
 	struct lnx_eq_event *next;
 	uint32_t event;
-	int err;		   /* an error entry: read with fi_eq_readerr */
-	struct fi_eq_err_entry e;  /* err: the entry (err_data not kept) */
+	int err;		  /* an error entry: read with fi_eq_readerr */
+	struct fi_eq_err_entry e; /* err: the entry (err_data not kept) */
 	size_t len;
-	uint64_t data[];	   /* !err: the event's bytes */
+	uint64_t data[]; /* !err: the event's bytes */
 };
 
 struct lnx_eq {
@@ -35,14 +35,16 @@ struct lnx_eq {
 	int fd;			   /* eventfd for FI_WAIT_FD, else -1 */
 	size_t size, n;
 	struct lnx_eq_event *head, *tail;
-	int refs;		   /* AVs and endpoints bound to the EQ */
+	int refs; /* AVs and endpoints bound to the EQ */
 };
 
 static struct fi_ops eq_fi_ops;
 
 struct lnx_eq *lnx_eq_of(struct fid *fid)
 {
-	return fid && fid->fclass == FI_CLASS_EQ && fid->ops == &eq_fi_ops ? (struct lnx_eq *)(void *)fid : NULL;
+	return fid && fid->fclass == FI_CLASS_EQ && fid->ops == &eq_fi_ops ?
+		       (struct lnx_eq *)(void *)fid :
+		       NULL;
 }
 
 void lnx_eq_ref(struct lnx_eq *q, int d)
@@ -183,7 +185,8 @@ static ssize_t eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf, uint64
 	return ret;
 }
 
-static ssize_t eq_write(struct fid_eq *eq, uint32_t event, const void *buf, size_t len, uint64_t flags)
+static ssize_t eq_write(struct fid_eq *eq, uint32_t event, const void *buf, size_t len,
+			uint64_t flags)
 {
 	struct lnx_eq *q = (struct lnx_eq *)(void *)eq;
 	if (flags || (len && !buf))
@@ -206,7 +209,8 @@ static ssize_t eq_write(struct fid_eq *eq, uint32_t event, const void *buf, size
 	return (ssize_t)len;
 }
 
-static ssize_t eq_sread(struct fid_eq *eq, uint32_t *event, void *buf, size_t len, int timeout, uint64_t flags)
+static ssize_t eq_sread(struct fid_eq *eq, uint32_t *event, void *buf, size_t len, int timeout,
+			uint64_t flags)
 {
 	struct lnx_eq *q = (struct lnx_eq *)(void *)eq;
 	if (q->wait_obj == FI_WAIT_NONE)
@@ -237,7 +241,8 @@ static ssize_t eq_sread(struct fid_eq *eq, uint32_t *event, void *buf, size_t le
 	return ret; /* -FI_EAGAIN when the timeout passed, as libfabric's own EQs */
 }
 
-static const char *eq_strerror(struct fid_eq *eq, int prov_errno, const void *err_data, char *buf, size_t len)
+static const char *eq_strerror(struct fid_eq *eq, int prov_errno, const void *err_data, char *buf,
+			       size_t len)
 {
 	const char *s = fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
 	if (buf && len) {
@@ -293,22 +298,38 @@ static int eq_close(struct fid *fid)
 	return 0;
 }
 
-static int eq_bind(struct fid *fid, struct fid *bfid, uint64_t flags) { return -FI_ENOSYS; }
+static int eq_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
 static int eq_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
-{ return -FI_ENOSYS; }
+{
+	return -FI_ENOSYS;
+}
 static int eq_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context)
-{ return -FI_ENOSYS; }
+{
+	return -FI_ENOSYS;
+}
 
 static struct fi_ops eq_fi_ops = {
-	.size = sizeof(struct fi_ops), .close = eq_close, .bind = eq_bind,
-	.control = eq_control, .ops_open = eq_ops_open, .ops_set = eq_ops_set,
+	.size = sizeof(struct fi_ops),
+	.close = eq_close,
+	.bind = eq_bind,
+	.control = eq_control,
+	.ops_open = eq_ops_open,
+	.ops_set = eq_ops_set,
 };
 static struct fi_ops_eq eq_ops = {
-	.size = sizeof(struct fi_ops_eq), .read = eq_read, .readerr = eq_readerr,
-	.write = eq_write, .sread = eq_sread, .strerror = eq_strerror,
+	.size = sizeof(struct fi_ops_eq),
+	.read = eq_read,
+	.readerr = eq_readerr,
+	.write = eq_write,
+	.sread = eq_sread,
+	.strerror = eq_strerror,
 };
 
-int lnx_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq, void *context)
+int lnx_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
+		void *context)
 {
 	enum fi_wait_obj wo = attr ? attr->wait_obj : FI_WAIT_NONE;
 	if (!eq)

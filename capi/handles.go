@@ -3,7 +3,7 @@
 package main
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/include -I${SRCDIR}/../peers/ofi
+#cgo CFLAGS: -I${SRCDIR}/include
 #cgo pkg-config: libfabric
 #include "lnx_capi.h"
 */

@@ -12,8 +12,8 @@
  * the same name; the minor is the lnx-go release. */
 #define LNX_PROV_VERSION FI_VERSION(1000, LNX_RELEASE)
 
-static int lnx_getinfo(uint32_t version, const char *node, const char *service,
-		       uint64_t flags, const struct fi_info *hints, struct fi_info **info)
+static int lnx_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+		       const struct fi_info *hints, struct fi_info **info)
 {
 	return lnx_go_getinfo(version, (char *)node, (char *)service, flags,
 			      (struct fi_info *)hints, info);
@@ -43,7 +43,7 @@ static int lnx_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabr
  * regions. Best effort: beyond LNX_REGIONS live regions the rest wait for
  * the stale cleanup, as do those of a process killed by a signal.
  */
-#define LNX_REGIONS 256
+#define LNX_REGIONS	256
 #define LNX_REGION_PATH 64
 static struct {
 	pid_t pid;
@@ -124,8 +124,8 @@ int lnx_log_enabled(int level, int subsys)
 
 void lnx_log(int level, int subsys, const char *msg)
 {
-	fi_log(&lnx_prov, (enum fi_log_level)level, (enum fi_log_subsys)subsys,
-	       "lnx", 0, "%s\n", msg);
+	fi_log(&lnx_prov, (enum fi_log_level)level, (enum fi_log_subsys)subsys, "lnx", 0, "%s\n",
+	       msg);
 }
 
 const char *lnx_getenv(const char *name)
@@ -162,8 +162,7 @@ static void lnx_define_params(void)
 /* libfabric's fi_fini may dlclose us; the Go runtime cannot be unloaded,
  * so the library is linked with -z nodelete and fi_prov_ini may run again
  * on the same image after a later fi_getinfo. */
-__attribute__((visibility("default")))
-struct fi_provider *fi_prov_ini(void)
+__attribute__((visibility("default"))) struct fi_provider *fi_prov_ini(void)
 {
 	/* fi_fini frees the parameter list, so define again on each load. */
 	lnx_define_params();

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Wait sets (fi_wait_open), poll sets (fi_poll_open), fi_trywait and the
- * wait object controls of CQs and counters. Trampolines, as in objects.c:
+ * wait object controls of CQs and counters. Trampolines, as in ep.c:
  * the objects are Go's (lnx/wait.go); C keeps handles.
  */
 #include <stdlib.h>
@@ -57,16 +57,31 @@ static int wait_control(struct fid *fid, int command, void *arg)
 	struct lnx_wait *w = (struct lnx_wait *)(void *)fid;
 	return lnx_wait_getwait(lnx_go_wait_fd(w->h), command, arg);
 }
-static int wait_bind(struct fid *fid, struct fid *bfid, uint64_t flags) { return -FI_ENOSYS; }
-static int wait_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
-{ return -FI_ENOSYS; }
+static int wait_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+static int wait_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
+			 void *context)
+{
+	return -FI_ENOSYS;
+}
 static int wait_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context)
-{ return -FI_ENOSYS; }
-static int wait_wait(struct fid_wait *ws, int timeout) { return lnx_go_wait_wait(((struct lnx_wait *)(void *)ws)->h, timeout); }
+{
+	return -FI_ENOSYS;
+}
+static int wait_wait(struct fid_wait *ws, int timeout)
+{
+	return lnx_go_wait_wait(((struct lnx_wait *)(void *)ws)->h, timeout);
+}
 
 static struct fi_ops wait_fi_ops = {
-	.size = sizeof(struct fi_ops), .close = wait_close, .bind = wait_bind,
-	.control = wait_control, .ops_open = wait_ops_open, .ops_set = wait_ops_set,
+	.size = sizeof(struct fi_ops),
+	.close = wait_close,
+	.bind = wait_bind,
+	.control = wait_control,
+	.ops_open = wait_ops_open,
+	.ops_set = wait_ops_set,
 };
 static struct fi_ops_wait wait_ops = { .size = sizeof(struct fi_ops_wait), .wait = wait_wait };
 
@@ -130,7 +145,10 @@ static int poll_close(struct fid *fid)
 		free(p);
 	return ret;
 }
-static int poll_control(struct fid *fid, int command, void *arg) { return -FI_ENOSYS; }
+static int poll_control(struct fid *fid, int command, void *arg)
+{
+	return -FI_ENOSYS;
+}
 static int poll_poll(struct fid_poll *ps, void **context, int count)
 {
 	if (count < 0 || (count && !context))
@@ -163,11 +181,18 @@ static int poll_del(struct fid_poll *ps, struct fid *event_fid, uint64_t flags)
 }
 
 static struct fi_ops poll_fi_ops = {
-	.size = sizeof(struct fi_ops), .close = poll_close, .bind = wait_bind,
-	.control = poll_control, .ops_open = wait_ops_open, .ops_set = wait_ops_set,
+	.size = sizeof(struct fi_ops),
+	.close = poll_close,
+	.bind = wait_bind,
+	.control = poll_control,
+	.ops_open = wait_ops_open,
+	.ops_set = wait_ops_set,
 };
 static struct fi_ops_poll poll_ops = {
-	.size = sizeof(struct fi_ops_poll), .poll = poll_poll, .poll_add = poll_add, .poll_del = poll_del,
+	.size = sizeof(struct fi_ops_poll),
+	.poll = poll_poll,
+	.poll_add = poll_add,
+	.poll_del = poll_del,
 };
 
 int lnx_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr, struct fid_poll **pollset)

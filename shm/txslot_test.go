@@ -11,7 +11,7 @@ import (
 )
 
 // outsideSend appends an eager record through p's TxSlot the way lnx's C
-// fast path does (capi/objects.c, lnx_fast_send), declining whenever C
+// fast path does (capi/fast_send.c, lnx_fast_send), declining whenever C
 // would: not ready, too big, needs a pad, ring full.
 func outsideSend(s *TxSlot, h Hdr, b []byte) bool {
 	s.lock()

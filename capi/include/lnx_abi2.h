@@ -22,11 +22,11 @@
  * are the MR flags FI_HMEM_HOST_ALLOC and FI_HMEM_DEVICE_ONLY (still so
  * in fi_mr_regattr's flags under 2.x) and bit 48 is FI_VARIABLE_MSG. */
 #define LNX_FI2_TAGGED_DIRECTED_RECV (1ULL << 45)
-#define LNX_FI2_TAGGED_MULTI_RECV (1ULL << 46)
-#define LNX_FI2_EXACT_DIRECTED_RECV (1ULL << 48)
+#define LNX_FI2_TAGGED_MULTI_RECV    (1ULL << 46)
+#define LNX_FI2_EXACT_DIRECTED_RECV  (1ULL << 48)
 
 /* fi_mr_regattr flags (1.20+): mr_iov is then a struct fi_mr_dmabuf. */
-#define LNX_FI2_MR_DMABUF (1ULL << 40)
+#define LNX_FI2_MR_DMABUF     (1ULL << 40)
 #define LNX_FI2_MR_SINGLE_USE (1ULL << 41)
 
 /* enum fi_progress gained a value after FI_PROGRESS_MANUAL. */
@@ -38,12 +38,12 @@
 /* struct fi_domain_attr grew at its end (max_ep_auth_key, max_group_id):
  * an fi_info lnx hands to libfabric must be allocated by the running
  * library (fi_dupinfo(NULL)), never by lnx, so the tail exists. */
-#define LNX_FI2_DOMAIN_ATTR_SIZE 208
+#define LNX_FI2_DOMAIN_ATTR_SIZE	    208
 #define LNX_FI2_DOMAIN_ATTR_MAX_EP_AUTH_KEY 192
 
 /* struct fi_cq_err_entry gained src_addr at its end: only an application
  * that asked for API 2.0 or later has room for it. */
-#define LNX_FI2_CQ_ERR_ENTRY_SIZE 88
+#define LNX_FI2_CQ_ERR_ENTRY_SIZE     88
 #define LNX_FI2_CQ_ERR_ENTRY_SRC_ADDR 80
 
 /* struct fi_mr_attr grew at its end (hmem_data, page_size, base_mr,

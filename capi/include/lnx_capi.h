@@ -23,14 +23,29 @@
 
 typedef uintptr_t lnx_handle;
 
-struct lnx_fabric { struct fid_fabric fab; lnx_handle h; };
-struct lnx_domain { struct fid_domain dom; lnx_handle h; };
+struct lnx_fabric {
+	struct fid_fabric fab;
+	lnx_handle h;
+};
+struct lnx_domain {
+	struct fid_domain dom;
+	lnx_handle h;
+};
 struct lnx_fast;
-struct lnx_ep     { struct fid_ep ep; lnx_handle h; struct lnx_fast *fast; };
+struct lnx_ep {
+	struct fid_ep ep;
+	lnx_handle h;
+	struct lnx_fast *fast;
+};
 struct lnx_eq;
 /* eq: the EQ bound with fi_av_bind (inserts then complete through it);
  * event: opened with FI_EVENT (inserts need a bound EQ). */
-struct lnx_av     { struct fid_av av; lnx_handle h; struct lnx_eq *eq; int event; };
+struct lnx_av {
+	struct fid_av av;
+	lnx_handle h;
+	struct lnx_eq *eq;
+	int event;
+};
 /*
  * A CQ's gate (lnx/gate.go, whose gateMem mirrors it): lets fi_cq_read
  * answer an idle poll in C. Go publishes the shm words whose change means
@@ -39,21 +54,21 @@ struct lnx_av     { struct fid_av av; lnx_handle h; struct lnx_eq *eq; int event
  */
 #define LNX_GATE_WATCHES 32
 struct lnx_gate_watch {
-	uintptr_t p;  /* const volatile uint64_t * in an shm region */
+	uintptr_t p; /* const volatile uint64_t * in an shm region */
 	uint64_t v;
-	uint64_t eq;  /* 1: work once *p == v; 0: work once *p != v */
+	uint64_t eq; /* 1: work once *p == v; 0: work once *p != v */
 };
 struct lnx_gate {
 	uint32_t pending;  /* Go: completions or errors queued */
-	uint32_t open;     /* Go: every read must enter Go */
+	uint32_t open;	   /* Go: every read must enter Go */
 	uint32_t skip_max; /* Go: idle answers allowed in a row */
-	uint32_t n;        /* Go: watches in use */
+	uint32_t n;	   /* Go: watches in use */
 	uint32_t readers;  /* C: readers scanning the watches */
-	uint32_t idle;     /* C: idle answers since Go last ran */
-	uint32_t seq;      /* Go: odd while the watches are rewritten */
-	int32_t posts;     /* C adds, Go subtracts: receives queued in C that
+	uint32_t idle;	   /* C: idle answers since Go last ran */
+	uint32_t seq;	   /* Go: odd while the watches are rewritten */
+	int32_t posts;	   /* C adds, Go subtracts: receives queued in C that
 			      Go has not taken yet (struct lnx_fast) */
-	uintptr_t arm;     /* Go: struct lnx_arm * of the endpoint whose
+	uintptr_t arm;	   /* Go: struct lnx_arm * of the endpoint whose
 			      receive C may complete (0: none) */
 	struct lnx_gate_watch w[LNX_GATE_WATCHES];
 };
@@ -75,7 +90,12 @@ struct lnx_cring {
 	} e[LNX_CRING];
 };
 
-struct lnx_cq     { struct fid_cq cq; lnx_handle h; struct lnx_gate gate; struct lnx_cring *cring; };
+struct lnx_cq {
+	struct fid_cq cq;
+	lnx_handle h;
+	struct lnx_gate gate;
+	struct lnx_cring *cring;
+};
 
 /*
  * A peer's send-side ring state (shm.TxSlot mirrors it): C appends small
@@ -83,14 +103,14 @@ struct lnx_cq     { struct fid_cq cq; lnx_handle h; struct lnx_gate gate; struct
  * does, when ready says the ring is claimed and mapped.
  */
 struct lnx_txslot {
-	uint32_t lock;  /* every writer, C or Go, holds it */
+	uint32_t lock;	/* every writer, C or Go, holds it */
 	uint32_t ready; /* Go: 1 only while the ring is claimed and mapped */
 	uintptr_t ring; /* Go: ring base */
 	uint64_t mask, size;
-	uint64_t tail;       /* next record's absolute position */
+	uint64_t tail;	     /* next record's absolute position */
 	uint64_t head_cache; /* receiver's consumed position, as last read */
 	uint64_t salt, eager_max;
-	uintptr_t fwd_head; /* const volatile uint64_t *: receiver's consumed position */
+	uintptr_t fwd_head;   /* const volatile uint64_t *: receiver's consumed position */
 	uintptr_t peer_state; /* const volatile uint64_t *: receiver's endpoint state */
 	uint8_t pad[40];
 };
@@ -104,10 +124,10 @@ struct lnx_txslot {
 #define LNX_REC_EAGER 2
 struct lnx_rec {
 	uint64_t stamp; /* (pos ^ salt) | 1, stored last (release) */
-	uint64_t kf;    /* kind | niov<<8 | internal flags (16..31) | user flags<<32 */
+	uint64_t kf;	/* kind | niov<<8 | internal flags (16..31) | user flags<<32 */
 	uint64_t tag;
 	uint64_t data;
-	uint64_t size;   /* payload bytes (eager) or message bytes (rendezvous) */
+	uint64_t size;	 /* payload bytes (eager) or message bytes (rendezvous) */
 	uint64_t cookie; /* rendezvous: sender's slot cookie */
 };
 /* lnx's message header flags (lnx/msg.go), carried in kf's top half. */
@@ -128,7 +148,7 @@ struct lnx_rec {
  * them (posts) so that C's idle answer never hides a queued receive whose
  * message has already arrived.
  */
-#define LNX_RXQ 64
+#define LNX_RXQ	       64
 #define LNX_RXQ_TAGGED 0x1 /* kind: tagged queue */
 #define LNX_RXQ_IOV    0x2 /* kind: one buffer given (else none, count 0) */
 struct lnx_rxq_entry {
@@ -147,61 +167,68 @@ struct lnx_rxq_entry {
  * entering Go. Anything else on a ring (another kind, a mismatch, a
  * truncation) sends the read to Go, which takes the rings back first.
  * While a network core is busy Go may lend its transport too (net,
- * peers/ofi/lnx_tp_lend.h): C then reads that core's CQ and takes an eager
+ * lnx_tp_lend.h): C then reads that core's CQ and takes an eager
  * message of the peer net_src names the same way.
  */
 #define LNX_ARM_RINGS 8
 struct lnx_arm_ring {
-	uintptr_t ring;  /* Go: inbound ring base */
+	uintptr_t ring; /* Go: inbound ring base */
 	uint64_t mask, size, salt, eager_max;
-	uint64_t head;   /* C advances it while lent; Go reads it back */
+	uint64_t head;	    /* C advances it while lent; Go reads it back */
 	uintptr_t fwd_head; /* Go: uint64_t * the sender reads: consumed position */
-	uint64_t src;    /* Go: the sender's fi_addr */
+	uint64_t src;	    /* Go: the sender's fi_addr */
 };
 struct lnx_arm {
-	uint32_t lent;   /* Go sets; cleared by Go under lock: C may consume */
-	uint32_t on;     /* Go sets; C clears when it completes the receive */
-	uint32_t lock;   /* C readers (try) and Go taking the rings back */
+	uint32_t lent; /* Go sets; cleared by Go under lock: C may consume */
+	uint32_t on;   /* Go sets; C clears when it completes the receive */
+	uint32_t lock; /* C readers (try) and Go taking the rings back */
 	uint32_t nrings;
 	uint32_t tagged, pad;
 	void *buf;
 	uint64_t len;
 	void *ctx;
 	uint64_t src, tag, ignore; /* as posted: src is FI_ADDR_UNSPEC for any */
-	struct lnx_cring *cring; /* C: the receive CQ's completion ring */
-	uintptr_t net;    /* Go: the lent transport (void * for lnx_tp_peek), or 0 */
-	uint64_t net_src; /* Go: fi_addr of the peer C may take a message of */
+	struct lnx_cring *cring;   /* C: the receive CQ's completion ring */
+	uintptr_t net;		   /* Go: the lent transport (void * for lnx_tp_peek), or 0 */
+	uint64_t net_src;	   /* Go: fi_addr of the peer C may take a message of */
 	/* Re-arming: once C completed the armed receive, a receive posted
 	 * while nothing is queued may take its place at once (fi_recv and
 	 * fi_trecv of one host buffer), so that a ping-pong never enters Go. */
-	uint32_t rearm;    /* Go: C may re-arm */
+	uint32_t rearm;	   /* Go: C may re-arm */
 	uint32_t directed; /* Go: the endpoint honours a receive's source */
 	uint32_t c_armed;  /* C: the receive armed is one C posted */
 	uint32_t go_done;  /* C: C completed the receive Go armed */
-	uintptr_t desc;    /* C: the C-posted receive's descriptor (lnx MR handle or 0) */
+	uintptr_t desc;	   /* C: the C-posted receive's descriptor (lnx MR handle or 0) */
 	struct lnx_arm_ring r[LNX_ARM_RINGS];
 };
 struct lnx_fast {
-	uint32_t on;          /* Go: C may send */
-	uint32_t tx_sel;      /* Go: FI_SELECTIVE_COMPLETION on the transmit CQ */
-	uint64_t tx_flags;    /* Go: default transmit op flags */
-	uint64_t inject_size; /* Go */
-	struct lnx_cring *cring; /* C: the transmit CQ's completion ring */
-	uint32_t rx_on;       /* Go: C may queue receives */
-	uint32_t rxq_lock;    /* C posters; Go takes it only to stop them */
+	uint32_t on;		  /* Go: C may send */
+	uint32_t tx_sel;	  /* Go: FI_SELECTIVE_COMPLETION on the transmit CQ */
+	uint64_t tx_flags;	  /* Go: default transmit op flags */
+	uint64_t inject_size;	  /* Go */
+	struct lnx_cring *cring;  /* C: the transmit CQ's completion ring */
+	uint32_t rx_on;		  /* Go: C may queue receives */
+	uint32_t rxq_lock;	  /* C posters; Go takes it only to stop them */
 	struct lnx_gate *rx_gate; /* C: the receive CQ's gate */
-	uint64_t rxq_head;    /* Go: entries taken */
-	uint64_t rxq_tail;    /* C: entries queued */
+	uint64_t rxq_head;	  /* Go: entries taken */
+	uint64_t rxq_tail;	  /* C: entries queued */
 	struct lnx_rxq_entry rxq[LNX_RXQ];
 	struct lnx_arm arm;
 	uintptr_t peer[LNX_FAST_PEERS]; /* Go: fi_addr -> struct lnx_txslot * (0: ask Go) */
 };
-struct lnx_cntr   { struct fid_cntr cntr; lnx_handle h; };
-struct lnx_mr     { struct fid_mr mr; lnx_handle h; };
+struct lnx_cntr {
+	struct fid_cntr cntr;
+	lnx_handle h;
+};
+struct lnx_mr {
+	struct fid_mr mr;
+	lnx_handle h;
+};
 
 extern struct fi_provider lnx_prov;
 
-/* Object constructors (objects.c): wrap a Go handle in a fid. */
+/* Object constructors (fabric.c, domain.c, ep.c, av.c, cq.c, cntr.c): wrap
+ * a Go handle in a fid. */
 struct fid_fabric *lnx_new_fabric(lnx_handle h, void *context);
 struct fid_domain *lnx_new_domain(lnx_handle h, struct fid_fabric *fabric, void *context);
 struct lnx_ep *lnx_alloc_ep(void);
@@ -211,7 +238,8 @@ struct fid_av *lnx_new_av(lnx_handle h, void *context);
 /* Collective ops answering -FI_ENOSYS (nosys.c). */
 extern struct fi_ops_collective lnx_ep_collective_ops;
 /* Event queues (eq.c), C only. */
-int lnx_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq, void *context);
+int lnx_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
+		void *context);
 struct lnx_eq *lnx_eq_of(struct fid *fid);
 void lnx_eq_ref(struct lnx_eq *q, int d);
 int lnx_eq_post(struct lnx_eq *q, uint32_t event, const void *buf, size_t len, int err,

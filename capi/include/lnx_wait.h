@@ -8,8 +8,14 @@
 
 #include "lnx_capi.h"
 
-struct lnx_wait { struct fid_wait w; lnx_handle h; };
-struct lnx_poll { struct fid_poll p; lnx_handle h; };
+struct lnx_wait {
+	struct fid_wait w;
+	lnx_handle h;
+};
+struct lnx_poll {
+	struct fid_poll p;
+	lnx_handle h;
+};
 
 int lnx_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr, struct fid_wait **waitset);
 int lnx_trywait(struct fid_fabric *fabric, struct fid **fids, int count);

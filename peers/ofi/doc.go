@@ -151,11 +151,11 @@
 // # Lending to C
 //
 // Lend hands the transport to lnx's C layer between two calls into Go
-// (tp_lend.go, lnx_tp_lend.h): C may read the core CQ, take eager messages
-// of one peer in that peer's order, and fi_inject small eager messages to
-// it, with the sequence numbers and credits Go lent; Reclaim takes the
-// books back. What C read and did not take is kept for the next Poll,
-// which delivers it before reading the core again.
+// (tp_lend.go, capi/include/lnx_tp_lend.h, tp.c): C may read the core CQ,
+// take eager messages of one peer in that peer's order, and fi_inject small
+// eager messages to it, with the sequence numbers and credits Go lent;
+// Reclaim takes the books back. What C read and did not take is kept for
+// the next Poll, which delivers it before reading the core again.
 //
 // # Concurrency
 //

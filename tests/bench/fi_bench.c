@@ -45,25 +45,41 @@
 #include <rdma/fi_errno.h>
 #include <dlfcn.h>
 
-#define MAX_SIZES 32
-#define MAX_CASES 8
+#define MAX_SIZES  32
+#define MAX_CASES  8
 #define MAX_ROUNDS 15
-#define WINDOW 64
-#define TAG_DATA 0x1234
-#define TAG_ACK 0x99
-#define WARMUP 50000 /* 1-byte round trips before the first size */
+#define WINDOW	   64
+#define TAG_DATA   0x1234
+#define TAG_ACK	   0x99
+#define WARMUP	   50000 /* 1-byte round trips before the first size */
 
-struct bcase { char label[32]; char prov[64]; char links[256]; char node[64]; char mode[16]; char env[128]; };
+struct bcase {
+	char label[32];
+	char prov[64];
+	char links[256];
+	char node[64];
+	char mode[16];
+	char env[128];
+};
 
-struct result { double lat_us[MAX_SIZES]; double bw_mbs[MAX_SIZES]; };
+struct result {
+	double lat_us[MAX_SIZES];
+	double bw_mbs[MAX_SIZES];
+};
 
 static size_t sizes[MAX_SIZES];
 static int nsizes;
 static int iters = 2000;
 
-#define CHK(call) do { int _r = (int)(call); if (_r < 0) { \
-	fprintf(stderr, "fi_bench: %s:%d %s: %s (%d)\n", __FILE__, __LINE__, #call, fi_strerror(-_r), _r); \
-	_exit(2); } } while (0)
+#define CHK(call)                                                                            \
+	do {                                                                                 \
+		int _r = (int)(call);                                                        \
+		if (_r < 0) {                                                                \
+			fprintf(stderr, "fi_bench: %s:%d %s: %s (%d)\n", __FILE__, __LINE__, \
+				#call, fi_strerror(-_r), _r);                                \
+			_exit(2);                                                            \
+		}                                                                            \
+	} while (0)
 
 struct ctx {
 	struct fi_info *info;
@@ -98,8 +114,8 @@ static void *dev_alloc(size_t n)
 	int d;
 	void *ctx;
 	uintptr_t p = 0;
-	if (!init || !get || !retain || !setcur || !alloc || init(0) || get(&d, 0) || retain(&ctx, d) ||
-	    setcur(ctx) || alloc(&p, n)) {
+	if (!init || !get || !retain || !setcur || !alloc || init(0) || get(&d, 0) ||
+	    retain(&ctx, d) || setcur(ctx) || alloc(&p, n)) {
 		fprintf(stderr, "fi_bench: no CUDA device in %s\n", path);
 		_exit(7);
 	}
@@ -114,8 +130,11 @@ static struct fid_mr *reg(struct ctx *c, size_t len)
 	 * there each registration asks for a fresh key, as btl/ofi does. */
 	static uint64_t next_key;
 	uint64_t key = c->info->domain_attr->mr_mode & FI_MR_PROV_KEY ? 0 : ++next_key;
-	struct fi_mr_attr attr = { .mr_iov = &iov, .iov_count = 1, .access = FI_SEND | FI_RECV,
-				   .requested_key = key, .iface = c->dev ? FI_HMEM_CUDA : FI_HMEM_SYSTEM };
+	struct fi_mr_attr attr = { .mr_iov = &iov,
+				   .iov_count = 1,
+				   .access = FI_SEND | FI_RECV,
+				   .requested_key = key,
+				   .iface = c->dev ? FI_HMEM_CUDA : FI_HMEM_SYSTEM };
 	struct fid_mr *mr;
 	CHK(fi_mr_regattr(c->dom, &attr, 0, &mr));
 	return mr;
@@ -159,7 +178,7 @@ static void wait_n(struct ctx *c, int n)
 			continue;
 		}
 		if (r == -FI_EAVAIL) {
-			struct fi_cq_err_entry err = {0};
+			struct fi_cq_err_entry err = { 0 };
 			fi_cq_readerr(c->cq, &err, 0);
 			fprintf(stderr, "fi_bench: completion error %s\n", fi_strerror(err.err));
 			_exit(3);
@@ -178,7 +197,8 @@ static void post_recv(struct ctx *c, size_t len, uint64_t tag, int slot)
 {
 	ssize_t r;
 	void *desc = op_desc(c, len, slot);
-	while ((r = fi_trecv(c->ep, c->buf, len, desc, c->peer, tag, 0, &c->ctx[slot])) == -FI_EAGAIN)
+	while ((r = fi_trecv(c->ep, c->buf, len, desc, c->peer, tag, 0, &c->ctx[slot])) ==
+	       -FI_EAGAIN)
 		fi_cq_read(c->cq, NULL, 0);
 	CHK(r);
 }
@@ -200,11 +220,12 @@ static void setup(struct ctx *c, const struct bcase *bc, size_t maxsize, int rfd
 	hints->caps = FI_TAGGED | FI_MSG | (c->dev ? FI_HMEM : 0);
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	hints->ep_attr->type = FI_EP_RDM;
-	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |
-				      (c->dev ? FI_MR_HMEM : 0);
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				      FI_MR_PROV_KEY | (c->dev ? FI_MR_HMEM : 0);
 	hints->domain_attr->av_type = FI_AV_TABLE;
 	hints->fabric_attr->prov_name = strdup(bc->prov);
-	CHK(fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, &c->info));
+	CHK(fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints,
+		       &c->info));
 	fi_freeinfo(hints);
 	CHK(fi_fabric(c->info->fabric_attr, &c->fab, NULL));
 	CHK(fi_domain(c->fab, c->info, &c->dom, NULL));
@@ -261,7 +282,7 @@ static void teardown(struct ctx *c)
 /* One process of a pair; rank 0 measures and writes its result to resfd. */
 static void run_rank(int rank, const struct bcase *bc, int rfd, int wfd, int resfd)
 {
-	struct ctx c = {0};
+	struct ctx c = { 0 };
 	size_t maxsize = 0;
 	for (int i = 0; i < nsizes; i++)
 		if (sizes[i] > maxsize)
@@ -279,7 +300,7 @@ static void run_rank(int rank, const struct bcase *bc, int rfd, int wfd, int res
 		setenv("FI_LNX_NODE_ID", id, 1);
 	}
 	setup(&c, bc, maxsize, rfd, wfd);
-	struct result res = {0};
+	struct result res = { 0 };
 
 	/* Warm-up before any measurement, the same for every case: a process
 	 * that has just started runs slower for some milliseconds (page
@@ -359,13 +380,17 @@ static int run_pair(const struct bcase *bc, struct result *out)
 	if (p1 == 0)
 		run_rank(1, bc, a2b[0], b2a[1], res[1]);
 	close(res[1]);
-	close(a2b[0]); close(a2b[1]); close(b2a[0]); close(b2a[1]);
+	close(a2b[0]);
+	close(a2b[1]);
+	close(b2a[0]);
+	close(b2a[1]);
 	ssize_t got = read(res[0], out, sizeof(*out));
 	close(res[0]);
 	int st0 = 0, st1 = 0;
 	waitpid(p0, &st0, 0);
 	waitpid(p1, &st1, 0);
-	if (got != sizeof(*out) || !WIFEXITED(st0) || WEXITSTATUS(st0) || !WIFEXITED(st1) || WEXITSTATUS(st1)) {
+	if (got != sizeof(*out) || !WIFEXITED(st0) || WEXITSTATUS(st0) || !WIFEXITED(st1) ||
+	    WEXITSTATUS(st1)) {
 		fprintf(stderr, "fi_bench: case %s failed (status %d/%d)\n", bc->label, st0, st1);
 		return -1;
 	}
@@ -400,14 +425,26 @@ int main(int argc, char **argv)
 	const char *sizelist = "1,8,64,512,4096,65536,1048576,4194304", *csvpath = NULL;
 	while ((opt = getopt(argc, argv, "r:n:s:c:q")) != -1) {
 		switch (opt) {
-		case 'r': rounds = atoi(optarg); break;
-		case 'n': iters = atoi(optarg); break;
-		case 's': sizelist = optarg; break;
-		case 'c': csvpath = optarg; break;
-		case 'q': quiet = 1; break;
+		case 'r':
+			rounds = atoi(optarg);
+			break;
+		case 'n':
+			iters = atoi(optarg);
+			break;
+		case 's':
+			sizelist = optarg;
+			break;
+		case 'c':
+			csvpath = optarg;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-r rounds] [-n iters] [-s sizes] [-c file.csv] [-q] "
-				"label=prov[@links][#node]...\n", argv[0]);
+			fprintf(stderr,
+				"usage: %s [-r rounds] [-n iters] [-s sizes] [-c file.csv] [-q] "
+				"label=prov[@links][#node]...\n",
+				argv[0]);
 			return 1;
 		}
 	}
@@ -426,15 +463,28 @@ int main(int argc, char **argv)
 		char *spec = strdup(argv[i]);
 		char *eq = strchr(spec, '=');
 		char *prov = eq ? eq + 1 : spec;
-		snprintf(bc->label, sizeof(bc->label), "%.*s", eq ? (int)(eq - spec) : (int)strlen(spec), spec);
+		snprintf(bc->label, sizeof(bc->label), "%.*s",
+			 eq ? (int)(eq - spec) : (int)strlen(spec), spec);
 		char *caret = strchr(prov, '^');
-		if (caret) { *caret = 0; snprintf(bc->env, sizeof(bc->env), "%s", caret + 1); }
+		if (caret) {
+			*caret = 0;
+			snprintf(bc->env, sizeof(bc->env), "%s", caret + 1);
+		}
 		char *pct = strchr(prov, '%');
-		if (pct) { *pct = 0; snprintf(bc->mode, sizeof(bc->mode), "%s", pct + 1); }
+		if (pct) {
+			*pct = 0;
+			snprintf(bc->mode, sizeof(bc->mode), "%s", pct + 1);
+		}
 		char *hash = strchr(prov, '#');
-		if (hash) { *hash = 0; snprintf(bc->node, sizeof(bc->node), "%s", hash + 1); }
+		if (hash) {
+			*hash = 0;
+			snprintf(bc->node, sizeof(bc->node), "%s", hash + 1);
+		}
 		char *at = strchr(prov, '@');
-		if (at) { *at = 0; snprintf(bc->links, sizeof(bc->links), "%s", at + 1); }
+		if (at) {
+			*at = 0;
+			snprintf(bc->links, sizeof(bc->links), "%s", at + 1);
+		}
 		snprintf(bc->prov, sizeof(bc->prov), "%s", prov);
 		free(spec);
 	}
@@ -472,7 +522,8 @@ int main(int argc, char **argv)
 	for (int k = 0; k < ncases; k++)
 		printf(" %12s_lat %12s_bw", cases[k].label, cases[k].label);
 	for (int k = 1; k < ncases; k++)
-		printf(" %9s/%s_lat %9s/%s_bw", cases[k].label, cases[0].label, cases[k].label, cases[0].label);
+		printf(" %9s/%s_lat %9s/%s_bw", cases[k].label, cases[0].label, cases[k].label,
+		       cases[0].label);
 	printf("\n");
 	static double ml[MAX_CASES][MAX_SIZES], mb[MAX_CASES][MAX_SIZES];
 	for (int s = 0; s < nsizes; s++) {
@@ -489,12 +540,13 @@ int main(int argc, char **argv)
 		printf("\n");
 	}
 	if (csv) {
-		fprintf(csv, "case,size_bytes,latency_us,bandwidth_mbs,latency_ratio,bandwidth_ratio,baseline,rounds\n");
+		fprintf(csv, "case,size_bytes,latency_us,bandwidth_mbs,"
+			     "latency_ratio,bandwidth_ratio,baseline,rounds\n");
 		for (int k = 0; k < ncases; k++)
 			for (int s = 0; s < nsizes; s++)
-				fprintf(csv, "%s,%zu,%.4f,%.2f,%.4f,%.4f,%s,%d\n", cases[k].label, sizes[s],
-					ml[k][s], mb[k][s], ml[k][s] / ml[0][s], mb[k][s] / mb[0][s],
-					cases[0].label, rounds);
+				fprintf(csv, "%s,%zu,%.4f,%.2f,%.4f,%.4f,%s,%d\n", cases[k].label,
+					sizes[s], ml[k][s], mb[k][s], ml[k][s] / ml[0][s],
+					mb[k][s] / mb[0][s], cases[0].label, rounds);
 		if (fclose(csv)) {
 			fprintf(stderr, "fi_bench: %s: %s\n", csvpath, strerror(errno));
 			return 1;

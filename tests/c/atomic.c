@@ -17,38 +17,82 @@
 
 /* ---- the model ------------------------------------------------------------ */
 
-#define MODEL(T, NAME, INTEGER)                                                          \
-	static void NAME(int op, T *m, const T *v, const T *c)                          \
-	{                                                                                \
-		for (int i = 0; i < NELEM; i++) {                                        \
-			T x = m[i], y = v ? v[i] : 0, z = c ? c[i] : 0;                  \
-			switch (op) {                                                    \
-			case FI_MIN: x = y < x ? y : x; break;                           \
-			case FI_MAX: x = y > x ? y : x; break;                           \
-			case FI_SUM: x = (T)(x + y); break;                              \
-			case FI_PROD: x = (T)(x * y); break;                             \
-			case FI_LOR: x = (x != 0) || (y != 0); break;                    \
-			case FI_LAND: x = (x != 0) && (y != 0); break;                   \
-			case FI_LXOR: x = (x != 0) != (y != 0); break;                   \
-			case FI_ATOMIC_READ: break;                                      \
-			case FI_ATOMIC_WRITE: x = y; break;                              \
-			case FI_CSWAP: if (z == x) x = y; break;                         \
-			case FI_CSWAP_NE: if (z != x) x = y; break;                      \
-			case FI_CSWAP_LE: if (z <= x) x = y; break;                      \
-			case FI_CSWAP_LT: if (z < x) x = y; break;                       \
-			case FI_CSWAP_GE: if (z >= x) x = y; break;                      \
-			case FI_CSWAP_GT: if (z > x) x = y; break;                       \
-			default: INTEGER(op, x, y, z);                                   \
-			}                                                                \
-			m[i] = x;                                                        \
-		}                                                                        \
+#define MODEL(T, NAME, INTEGER)                                         \
+	static void NAME(int op, T *m, const T *v, const T *c)          \
+	{                                                               \
+		for (int i = 0; i < NELEM; i++) {                       \
+			T x = m[i], y = v ? v[i] : 0, z = c ? c[i] : 0; \
+			switch (op) {                                   \
+			case FI_MIN:                                    \
+				x = y < x ? y : x;                      \
+				break;                                  \
+			case FI_MAX:                                    \
+				x = y > x ? y : x;                      \
+				break;                                  \
+			case FI_SUM:                                    \
+				x = (T)(x + y);                         \
+				break;                                  \
+			case FI_PROD:                                   \
+				x = (T)(x * y);                         \
+				break;                                  \
+			case FI_LOR:                                    \
+				x = (x != 0) || (y != 0);               \
+				break;                                  \
+			case FI_LAND:                                   \
+				x = (x != 0) && (y != 0);               \
+				break;                                  \
+			case FI_LXOR:                                   \
+				x = (x != 0) != (y != 0);               \
+				break;                                  \
+			case FI_ATOMIC_READ:                            \
+				break;                                  \
+			case FI_ATOMIC_WRITE:                           \
+				x = y;                                  \
+				break;                                  \
+			case FI_CSWAP:                                  \
+				if (z == x)                             \
+					x = y;                          \
+				break;                                  \
+			case FI_CSWAP_NE:                               \
+				if (z != x)                             \
+					x = y;                          \
+				break;                                  \
+			case FI_CSWAP_LE:                               \
+				if (z <= x)                             \
+					x = y;                          \
+				break;                                  \
+			case FI_CSWAP_LT:                               \
+				if (z < x)                              \
+					x = y;                          \
+				break;                                  \
+			case FI_CSWAP_GE:                               \
+				if (z >= x)                             \
+					x = y;                          \
+				break;                                  \
+			case FI_CSWAP_GT:                               \
+				if (z > x)                              \
+					x = y;                          \
+				break;                                  \
+			default:                                        \
+				INTEGER(op, x, y, z);                   \
+			}                                               \
+			m[i] = x;                                       \
+		}                                                       \
 	}
-#define BITWISE(op, x, y, z)                                                             \
-	switch (op) {                                                                    \
-	case FI_BOR: x |= y; break;                                                      \
-	case FI_BAND: x &= y; break;                                                     \
-	case FI_BXOR: x ^= y; break;                                                     \
-	case FI_MSWAP: x = (y & z) | (x & ~z); break;                                    \
+#define BITWISE(op, x, y, z)            \
+	switch (op) {                   \
+	case FI_BOR:                    \
+		x |= y;                 \
+		break;                  \
+	case FI_BAND:                   \
+		x &= y;                 \
+		break;                  \
+	case FI_BXOR:                   \
+		x ^= y;                 \
+		break;                  \
+	case FI_MSWAP:                  \
+		x = (y & z) | (x & ~z); \
+		break;                  \
 	}
 #define NOBITWISE(op, x, y, z) FAIL("op %d on a floating type", op)
 
@@ -81,17 +125,38 @@ static const struct dtype k_types[] = {
 static void model(const struct dtype *t, int op, void *m, const void *v, const void *c)
 {
 	switch (t->dt) {
-	case FI_INT8: model_i8(op, m, v, c); break;
-	case FI_UINT8: model_u8(op, m, v, c); break;
-	case FI_INT16: model_i16(op, m, v, c); break;
-	case FI_UINT16: model_u16(op, m, v, c); break;
-	case FI_INT32: model_i32(op, m, v, c); break;
-	case FI_UINT32: model_u32(op, m, v, c); break;
-	case FI_INT64: model_i64(op, m, v, c); break;
-	case FI_UINT64: model_u64(op, m, v, c); break;
-	case FI_FLOAT: model_f32(op, m, v, c); break;
-	case FI_DOUBLE: model_f64(op, m, v, c); break;
-	default: FAIL("type %d", t->dt);
+	case FI_INT8:
+		model_i8(op, m, v, c);
+		break;
+	case FI_UINT8:
+		model_u8(op, m, v, c);
+		break;
+	case FI_INT16:
+		model_i16(op, m, v, c);
+		break;
+	case FI_UINT16:
+		model_u16(op, m, v, c);
+		break;
+	case FI_INT32:
+		model_i32(op, m, v, c);
+		break;
+	case FI_UINT32:
+		model_u32(op, m, v, c);
+		break;
+	case FI_INT64:
+		model_i64(op, m, v, c);
+		break;
+	case FI_UINT64:
+		model_u64(op, m, v, c);
+		break;
+	case FI_FLOAT:
+		model_f32(op, m, v, c);
+		break;
+	case FI_DOUBLE:
+		model_f64(op, m, v, c);
+		break;
+	default:
+		FAIL("type %d", t->dt);
 	}
 }
 
@@ -100,17 +165,38 @@ static void values(const struct dtype *t, void *out, const int *src)
 {
 	for (int i = 0; i < NELEM; i++) {
 		switch (t->dt) {
-		case FI_INT8: ((int8_t *)out)[i] = (int8_t)src[i]; break;
-		case FI_UINT8: ((uint8_t *)out)[i] = (uint8_t)src[i]; break;
-		case FI_INT16: ((int16_t *)out)[i] = (int16_t)src[i]; break;
-		case FI_UINT16: ((uint16_t *)out)[i] = (uint16_t)src[i]; break;
-		case FI_INT32: ((int32_t *)out)[i] = src[i]; break;
-		case FI_UINT32: ((uint32_t *)out)[i] = (uint32_t)src[i]; break;
-		case FI_INT64: ((int64_t *)out)[i] = src[i]; break;
-		case FI_UINT64: ((uint64_t *)out)[i] = (uint64_t)(int64_t)src[i]; break;
-		case FI_FLOAT: ((float *)out)[i] = (float)src[i]; break;
-		case FI_DOUBLE: ((double *)out)[i] = src[i]; break;
-		default: FAIL("type %d", t->dt);
+		case FI_INT8:
+			((int8_t *)out)[i] = (int8_t)src[i];
+			break;
+		case FI_UINT8:
+			((uint8_t *)out)[i] = (uint8_t)src[i];
+			break;
+		case FI_INT16:
+			((int16_t *)out)[i] = (int16_t)src[i];
+			break;
+		case FI_UINT16:
+			((uint16_t *)out)[i] = (uint16_t)src[i];
+			break;
+		case FI_INT32:
+			((int32_t *)out)[i] = src[i];
+			break;
+		case FI_UINT32:
+			((uint32_t *)out)[i] = (uint32_t)src[i];
+			break;
+		case FI_INT64:
+			((int64_t *)out)[i] = src[i];
+			break;
+		case FI_UINT64:
+			((uint64_t *)out)[i] = (uint64_t)(int64_t)src[i];
+			break;
+		case FI_FLOAT:
+			((float *)out)[i] = (float)src[i];
+			break;
+		case FI_DOUBLE:
+			((double *)out)[i] = src[i];
+			break;
+		default:
+			FAIL("type %d", t->dt);
 		}
 	}
 }
@@ -118,7 +204,13 @@ static void values(const struct dtype *t, void *out, const int *src)
 static int op_for_floats(int op)
 {
 	switch (op) {
-	case FI_LOR: case FI_LAND: case FI_LXOR: case FI_BOR: case FI_BAND: case FI_BXOR: case FI_MSWAP:
+	case FI_LOR:
+	case FI_LAND:
+	case FI_LXOR:
+	case FI_BOR:
+	case FI_BAND:
+	case FI_BXOR:
+	case FI_MSWAP:
 		return 0;
 	}
 	return 1;
@@ -132,14 +224,17 @@ static const int k_compare[NELEM] = { 5, 1, 0, 100 };
 static void remote_set(struct peer *p, struct rwin *r, const struct dtype *t, void *scratch)
 {
 	values(t, scratch, k_init);
-	POST(p->l.cq, fi_write(p->l.ep, scratch, NELEM * t->size, NULL, peer_addr(p), r->addr, r->key, scratch));
+	POST(p->l.cq, fi_write(p->l.ep, scratch, NELEM * t->size, NULL, peer_addr(p), r->addr,
+			       r->key, scratch));
 	wait_op(p, scratch, FI_RMA | FI_WRITE, "reset");
 }
 
-static void remote_check(struct peer *p, struct rwin *r, const struct dtype *t, const void *want, const char *what)
+static void remote_check(struct peer *p, struct rwin *r, const struct dtype *t, const void *want,
+			 const char *what)
 {
 	uint8_t got[64];
-	POST(p->l.cq, fi_read(p->l.ep, got, NELEM * t->size, NULL, peer_addr(p), r->addr, r->key, got));
+	POST(p->l.cq,
+	     fi_read(p->l.ep, got, NELEM * t->size, NULL, peer_addr(p), r->addr, r->key, got));
 	wait_op(p, got, FI_RMA | FI_READ, "read back");
 	EXPECT(!memcmp(got, want, NELEM * t->size), "%s: the target holds other values", what);
 }
@@ -158,9 +253,10 @@ static void ops_a(struct peer *p, void *arg)
 			char what[96];
 			snprintf(what, sizeof(what), "%s op %d", t->name, op);
 			size_t count = 0;
-			int q = cmp ? fi_compare_atomicvalid(p->l.ep, t->dt, op, &count)
-				    : fi_fetch_atomicvalid(p->l.ep, t->dt, op, &count);
-			EXPECT(q == 0 && count >= NELEM, "%s: valid -> %d, count %zu", what, q, count);
+			int q = cmp ? fi_compare_atomicvalid(p->l.ep, t->dt, op, &count) :
+				      fi_fetch_atomicvalid(p->l.ep, t->dt, op, &count);
+			EXPECT(q == 0 && count >= NELEM, "%s: valid -> %d, count %zu", what, q,
+			       count);
 			values(t, init, k_init);
 			values(t, v, k_operand);
 			values(t, c, k_compare);
@@ -169,27 +265,34 @@ static void ops_a(struct peer *p, void *arg)
 			remote_set(p, &r, t, scratch);
 			memset(res, 0xa5, sizeof(res));
 			if (cmp)
-				POST(p->l.cq, fi_compare_atomic(p->l.ep, v, NELEM, NULL, c, NULL, res, NULL, peer_addr(p),
-								r.addr, r.key, t->dt, op, res));
+				POST(p->l.cq, fi_compare_atomic(p->l.ep, v, NELEM, NULL, c, NULL,
+								res, NULL, peer_addr(p), r.addr,
+								r.key, t->dt, op, res));
 			else
-				POST(p->l.cq, fi_fetch_atomic(p->l.ep, op == FI_ATOMIC_READ ? NULL : v, NELEM, NULL, res,
-							      NULL, peer_addr(p), r.addr, r.key, t->dt, op, res));
+				POST(p->l.cq,
+				     fi_fetch_atomic(p->l.ep, op == FI_ATOMIC_READ ? NULL : v,
+						     NELEM, NULL, res, NULL, peer_addr(p), r.addr,
+						     r.key, t->dt, op, res));
 			wait_op(p, res, FI_ATOMIC | FI_READ, what);
-			EXPECT(!memcmp(res, init, NELEM * t->size), "%s: fetched values are not the old ones", what);
+			EXPECT(!memcmp(res, init, NELEM * t->size),
+			       "%s: fetched values are not the old ones", what);
 			remote_check(p, &r, t, want, what);
 			checked++;
 			/* The non-fetching form of the same op. */
 			if (cmp || op == FI_ATOMIC_READ)
 				continue;
 			remote_set(p, &r, t, scratch);
-			POST(p->l.cq, fi_atomic(p->l.ep, v, NELEM, NULL, peer_addr(p), r.addr, r.key, t->dt, op, v));
+			POST(p->l.cq, fi_atomic(p->l.ep, v, NELEM, NULL, peer_addr(p), r.addr,
+						r.key, t->dt, op, v));
 			wait_op(p, v, FI_ATOMIC | FI_WRITE, what);
 			remote_check(p, &r, t, want, what);
 			/* And the inject form. */
 			remote_set(p, &r, t, scratch);
-			POST(p->l.cq, fi_inject_atomic(p->l.ep, v, NELEM, peer_addr(p), r.addr, r.key, t->dt, op));
+			POST(p->l.cq, fi_inject_atomic(p->l.ep, v, NELEM, peer_addr(p), r.addr,
+						       r.key, t->dt, op));
 			memset(v, 0, sizeof(v));
-			remote_check(p, &r, t, want, what); /* the read follows the inject at the target */
+			remote_check(p, &r, t, want,
+				     what); /* the read follows the inject at the target */
 		}
 	}
 	note("%d (type, op) pairs checked", checked);
@@ -221,9 +324,11 @@ static void query_a(struct peer *p, void *arg)
 	CHECK(fi_query_atomic(p->l.domain, FI_UINT32, FI_ATOMIC_READ, &a, FI_FETCH_ATOMIC));
 	CHECK_RC(fi_query_atomic(p->l.domain, FI_UINT32, FI_ATOMIC_READ, &a, 0), -FI_EOPNOTSUPP);
 	CHECK_RC(fi_query_atomic(p->l.domain, FI_UINT64, FI_CSWAP, &a, 0), -FI_EOPNOTSUPP);
-	CHECK_RC(fi_query_atomic(p->l.domain, FI_UINT64, FI_SUM, &a, FI_COMPARE_ATOMIC), -FI_EOPNOTSUPP);
+	CHECK_RC(fi_query_atomic(p->l.domain, FI_UINT64, FI_SUM, &a, FI_COMPARE_ATOMIC),
+		 -FI_EOPNOTSUPP);
 	CHECK_RC(fi_query_atomic(p->l.domain, FI_DOUBLE, FI_BOR, &a, 0), -FI_EOPNOTSUPP);
-	CHECK_RC(fi_query_atomic(p->l.domain, FI_FLOAT, FI_MSWAP, &a, FI_COMPARE_ATOMIC), -FI_EOPNOTSUPP);
+	CHECK_RC(fi_query_atomic(p->l.domain, FI_FLOAT, FI_MSWAP, &a, FI_COMPARE_ATOMIC),
+		 -FI_EOPNOTSUPP);
 	CHECK_RC(fi_query_atomic(p->l.domain, FI_DOUBLE_COMPLEX, FI_SUM, &a, 0), -FI_EOPNOTSUPP);
 	CHECK_RC(fi_query_atomic(p->l.domain, FI_LONG_DOUBLE, FI_SUM, &a, 0), -FI_EOPNOTSUPP);
 	CHECK_RC(fi_atomicvalid(p->l.ep, FI_INT8, FI_BXOR, &count), 0);
@@ -234,9 +339,12 @@ static void query_a(struct peer *p, void *arg)
 	uint8_t *big = xmalloc(count + 1);
 	memset(big, 1, count + 1);
 	struct rwin r = win_learn(p, 1);
-	CHECK_RC(fi_atomic(p->l.ep, big, count + 1, NULL, peer_addr(p), r.addr, r.key, FI_UINT8, FI_SUM, big), -FI_EINVAL);
+	CHECK_RC(fi_atomic(p->l.ep, big, count + 1, NULL, peer_addr(p), r.addr, r.key, FI_UINT8,
+			   FI_SUM, big),
+		 -FI_EINVAL);
 	/* The largest count works. */
-	POST(p->l.cq, fi_atomic(p->l.ep, big, count, NULL, peer_addr(p), r.addr, r.key, FI_UINT8, FI_SUM, big));
+	POST(p->l.cq, fi_atomic(p->l.ep, big, count, NULL, peer_addr(p), r.addr, r.key, FI_UINT8,
+				FI_SUM, big));
 	wait_op(p, big, FI_ATOMIC | FI_WRITE, "largest count");
 	uint8_t *back = xmalloc(count);
 	POST(p->l.cq, fi_read(p->l.ep, back, count, NULL, peer_addr(p), r.addr, r.key, back));
@@ -254,19 +362,22 @@ static void bad_a(struct peer *p, void *arg)
 	struct rwin ro = win_learn(p, 1);
 	uint64_t v[2] = { 1, 1 }, res[2];
 	int ctx[4];
-	POST(p->l.cq, fi_atomic(p->l.ep, v, 1, NULL, peer_addr(p), ro.addr, ro.key, FI_UINT64, FI_SUM, &ctx[0]));
+	POST(p->l.cq, fi_atomic(p->l.ep, v, 1, NULL, peer_addr(p), ro.addr, ro.key, FI_UINT64,
+				FI_SUM, &ctx[0]));
 	wait_err(p, &ctx[0], FI_EACCES, FI_ATOMIC, "sum on a read-only MR");
-	POST(p->l.cq, fi_fetch_atomic(p->l.ep, v, 1, NULL, res, NULL, peer_addr(p), ro.addr, ro.key + 999, FI_UINT64,
-				      FI_SUM, &ctx[1]));
+	POST(p->l.cq, fi_fetch_atomic(p->l.ep, v, 1, NULL, res, NULL, peer_addr(p), ro.addr,
+				      ro.key + 999, FI_UINT64, FI_SUM, &ctx[1]));
 	wait_err(p, &ctx[1], FI_EKEYREJECTED, FI_ATOMIC, "unknown key");
-	POST(p->l.cq, fi_fetch_atomic(p->l.ep, NULL, 2, NULL, res, NULL, peer_addr(p), ro.addr + ro.len - 8, ro.key,
-				      FI_UINT64, FI_ATOMIC_READ, &ctx[2]));
+	POST(p->l.cq,
+	     fi_fetch_atomic(p->l.ep, NULL, 2, NULL, res, NULL, peer_addr(p), ro.addr + ro.len - 8,
+			     ro.key, FI_UINT64, FI_ATOMIC_READ, &ctx[2]));
 	wait_err(p, &ctx[2], FI_EINVAL, FI_ATOMIC, "past the end");
 	/* A read-only MR serves FI_ATOMIC_READ. */
-	POST(p->l.cq, fi_fetch_atomic(p->l.ep, NULL, 1, NULL, res, NULL, peer_addr(p), ro.addr, ro.key, FI_UINT64,
-				      FI_ATOMIC_READ, &ctx[3]));
+	POST(p->l.cq, fi_fetch_atomic(p->l.ep, NULL, 1, NULL, res, NULL, peer_addr(p), ro.addr,
+				      ro.key, FI_UINT64, FI_ATOMIC_READ, &ctx[3]));
 	wait_op(p, &ctx[3], FI_ATOMIC | FI_READ, "atomic read");
-	EXPECT(res[0] == 0x0123456789abcdefull, "atomic read got %#llx", (unsigned long long)res[0]);
+	EXPECT(res[0] == 0x0123456789abcdefull, "atomic read got %#llx",
+	       (unsigned long long)res[0]);
 	barrier(p);
 }
 
@@ -285,7 +396,7 @@ static void bad_b(struct peer *p, void *arg)
 
 /* ---- contention ------------------------------------------------------------ */
 
-#define NADD 10000
+#define NADD   10000
 #define WINDOW 16
 
 static int cmp_u64(const void *a, const void *b)
@@ -313,8 +424,9 @@ static void contend(struct peer *p, void *arg)
 	int posted = 0, done = 0;
 	while (done < NADD) {
 		while (posted < NADD && posted - done < WINDOW) {
-			ssize_t ret = fi_fetch_atomic(p->l.ep, &one, 1, NULL, &got[posted], NULL, p->addr[0], r.addr,
-						      r.key, FI_UINT64, FI_SUM, &got[posted]);
+			ssize_t ret = fi_fetch_atomic(p->l.ep, &one, 1, NULL, &got[posted], NULL,
+						      p->addr[0], r.addr, r.key, FI_UINT64, FI_SUM,
+						      &got[posted]);
 			if (ret == -FI_EAGAIN)
 				break;
 			CHECK(ret);
@@ -323,7 +435,8 @@ static void contend(struct peer *p, void *arg)
 		struct fi_cq_tagged_entry e;
 		int ret = wait_cq(p->l.cq, &e, NULL, NULL, WAIT_MS);
 		EXPECT(ret == 0, "fetch-add %d: %d", done, ret);
-		EXPECT(e.flags == (FI_ATOMIC | FI_READ), "flags %#llx", (unsigned long long)e.flags);
+		EXPECT(e.flags == (FI_ATOMIC | FI_READ), "flags %#llx",
+		       (unsigned long long)e.flags);
 		done++;
 	}
 	/* One initiator's own fetches increase. */
@@ -342,13 +455,14 @@ static void contend(struct peer *p, void *arg)
 		oob_recv(p, k, all + (size_t)k * NADD, NADD * sizeof(uint64_t));
 	barrier(p);
 	uint64_t final = *(volatile uint64_t *)w.buf;
-	EXPECT(final == total, "counter ends at %llu, want %zu", (unsigned long long)final, total);
+	EXPECT(final == total, "counter ends at %llu, want %zu", (unsigned long long) final, total);
 	qsort(all, total, sizeof(uint64_t), cmp_u64);
 	for (size_t i = 0; i < total; i++)
-		EXPECT(all[i] == i, "fetched values: position %zu holds %llu (lost or duplicated updates)", i,
+		EXPECT(all[i] == i,
+		       "fetched values: position %zu holds %llu (lost or duplicated updates)", i,
 		       (unsigned long long)all[i]);
-	note("%d ranks x %d fetch-adds: counter %llu, every value 0..%zu fetched once", p->nranks, NADD,
-	     (unsigned long long)final, total - 1);
+	note("%d ranks x %d fetch-adds: counter %llu, every value 0..%zu fetched once", p->nranks,
+	     NADD, (unsigned long long) final, total - 1);
 	free(all);
 	free(got);
 	win_close(&w);
@@ -359,7 +473,10 @@ static const struct subtest cases[] = {
 	{ .name = "query", .a = query_a, .b = target_b, .opt_caps = RMA_CAPS },
 	{ .name = "bad", .a = bad_a, .b = bad_b, .opt_caps = RMA_CAPS },
 	{ .name = "contend", .a = contend, .b = contend, .nranks = 4, .opt_caps = RMA_CAPS },
-	{ .name = "ops_offset", .a = ops_a, .b = target_b, .opt_caps = RMA_CAPS,
+	{ .name = "ops_offset",
+	  .a = ops_a,
+	  .b = target_b,
+	  .opt_caps = RMA_CAPS,
 	  .mr_mode = FI_MR_ALLOCATED | FI_MR_PROV_KEY },
 };
 

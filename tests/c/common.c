@@ -194,10 +194,11 @@ int info_count(const struct fi_info *info)
 		const struct fi_info *twin = info->next;
 		EXPECT(twin, "no linked twin after %s", info->domain_attr->name);
 		const char *pn = twin->fabric_attr->prov_name;
-		EXPECT(has_linked_name(twin) && !strncmp(pn, "shm", 3) == !strncmp(info->domain_attr->name, "shm", 3),
+		EXPECT(has_linked_name(twin) && !strncmp(pn, "shm", 3) ==
+							!strncmp(info->domain_attr->name, "shm", 3),
 		       "twin prov_name %s for domain %s", pn, info->domain_attr->name);
-		EXPECT(!strcmp(twin->domain_attr->name, info->domain_attr->name), "twin domain %s, want %s",
-		       twin->domain_attr->name, info->domain_attr->name);
+		EXPECT(!strcmp(twin->domain_attr->name, info->domain_attr->name),
+		       "twin domain %s, want %s", twin->domain_attr->name, info->domain_attr->name);
 		info = twin;
 	}
 	return n;
@@ -273,9 +274,11 @@ void lnx_open(struct lnx *l, const struct lnx_opts *o)
 	CHECK(fi_ep_bind(l->ep, &l->cq->fid, FI_TRANSMIT | FI_RECV));
 	if (o->counters) {
 		/* counters == 2: the one-sided events too (FI_RMA_EVENT). */
-		CHECK(fi_ep_bind(l->ep, &l->tx_cntr->fid, FI_SEND | (o->counters == 2 ? FI_WRITE | FI_READ : 0)));
-		CHECK(fi_ep_bind(l->ep, &l->rx_cntr->fid,
-				 FI_RECV | (o->counters == 2 ? FI_REMOTE_WRITE | FI_REMOTE_READ : 0)));
+		CHECK(fi_ep_bind(l->ep, &l->tx_cntr->fid,
+				 FI_SEND | (o->counters == 2 ? FI_WRITE | FI_READ : 0)));
+		CHECK(fi_ep_bind(
+			l->ep, &l->rx_cntr->fid,
+			FI_RECV | (o->counters == 2 ? FI_REMOTE_WRITE | FI_REMOTE_READ : 0)));
 	}
 	CHECK(fi_enable(l->ep));
 
@@ -382,10 +385,14 @@ static enum fi_cq_format cq_format_of(struct fid_cq *cq)
 size_t cq_entry_size(enum fi_cq_format fmt)
 {
 	switch (fmt) {
-	case FI_CQ_FORMAT_CONTEXT: return sizeof(struct fi_cq_entry);
-	case FI_CQ_FORMAT_MSG: return sizeof(struct fi_cq_msg_entry);
-	case FI_CQ_FORMAT_DATA: return sizeof(struct fi_cq_data_entry);
-	default: return sizeof(struct fi_cq_tagged_entry);
+	case FI_CQ_FORMAT_CONTEXT:
+		return sizeof(struct fi_cq_entry);
+	case FI_CQ_FORMAT_MSG:
+		return sizeof(struct fi_cq_msg_entry);
+	case FI_CQ_FORMAT_DATA:
+		return sizeof(struct fi_cq_data_entry);
+	default:
+		return sizeof(struct fi_cq_tagged_entry);
 	}
 }
 
@@ -409,7 +416,8 @@ void cq_widen(enum fi_cq_format fmt, const void *entry, struct fi_cq_tagged_entr
 }
 
 /* Reads up to n entries of cq's format into tagged entries. */
-static ssize_t cq_read_tagged(struct fid_cq *cq, struct fi_cq_tagged_entry *out, size_t n, fi_addr_t *srcs)
+static ssize_t cq_read_tagged(struct fid_cq *cq, struct fi_cq_tagged_entry *out, size_t n,
+			      fi_addr_t *srcs)
 {
 	enum fi_cq_format fmt = cq_format_of(cq);
 	if (fmt == FI_CQ_FORMAT_TAGGED || fmt == FI_CQ_FORMAT_UNSPEC)
@@ -423,7 +431,8 @@ static ssize_t cq_read_tagged(struct fid_cq *cq, struct fi_cq_tagged_entry *out,
 	return r;
 }
 
-int cq_stash_pop(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src, struct fi_cq_err_entry *err)
+int cq_stash_pop(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src,
+		 struct fi_cq_err_entry *err)
 {
 	struct stashed s;
 	if (!stash_pop(cq, &s))
@@ -526,8 +535,7 @@ int wait_cq(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src,
 	}
 }
 
-void wait_ok(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src,
-	     const char *what)
+void wait_ok(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src, const char *what)
 {
 	int r = wait_cq(cq, entry, src, NULL, WAIT_MS);
 	if (r)
@@ -543,8 +551,7 @@ void expect_no_completion(struct fid_cq *cq, int ms, const char *what)
 		return;
 	if (r == 0)
 		FAIL("%s: unexpected completion ctx=%p flags=%#llx len=%zu tag=%#llx", what,
-		     e.op_context, (unsigned long long)e.flags, e.len,
-		     (unsigned long long)e.tag);
+		     e.op_context, (unsigned long long)e.flags, e.len, (unsigned long long)e.tag);
 	FAIL("%s: unexpected error completion %d (%s) ctx=%p", what, r, fi_strerror(-r),
 	     err.op_context);
 }
@@ -764,8 +771,8 @@ child_main(const char *name, int rank, int n, int socks[MAX_RANKS][MAX_RANKS][2]
 	_exit(0);
 }
 
-int run_group(const char *name, const struct lnx_opts *opts, int n, const role_fn *roles,
-	      void *arg, int timeout_s)
+int run_group(const char *name, const struct lnx_opts *opts, int n, const role_fn *roles, void *arg,
+	      int timeout_s)
 {
 	int socks[MAX_RANKS][MAX_RANKS][2];
 	pid_t pids[MAX_RANKS];

@@ -45,7 +45,7 @@ struct fi_info *next_link(struct fi_info *info);
 
 /* lnx addresses are fixed-size opaque blobs. */
 #define LNX_ADDRLEN 64 /* FI_NAME_MAX: what Open MPI gives fi_getname */
-#define ADDR_MAX 1024
+#define ADDR_MAX    1024
 
 /* Default bound for every wait on a CQ, counter or peer. */
 #define WAIT_MS 10000
@@ -65,35 +65,35 @@ void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define FAIL(...) die(__FILE__, __LINE__, __VA_ARGS__)
 
 /* expr returns a libfabric status: negative = -FI_Exxx failure. */
-#define CHECK(expr)                                                            \
-	do {                                                                   \
-		long long _r = (long long)(expr);                              \
-		if (_r < 0)                                                    \
+#define CHECK(expr)                                                                \
+	do {                                                                       \
+		long long _r = (long long)(expr);                                  \
+		if (_r < 0)                                                        \
 			FAIL("%s -> %lld (%s)", #expr, _r, fi_strerror((int)-_r)); \
 	} while (0)
 
 /* expr must return exactly want. */
-#define CHECK_RC(expr, want)                                                   \
-	do {                                                                   \
-		long long _r = (long long)(expr), _w = (long long)(want);      \
-		if (_r != _w)                                                  \
-			FAIL("%s -> %lld (%s), want %lld (%s)", #expr, _r,     \
-			     _r < 0 ? fi_strerror((int)-_r) : "ok", _w,         \
-			     _w < 0 ? fi_strerror((int)-_w) : "ok");            \
+#define CHECK_RC(expr, want)                                               \
+	do {                                                               \
+		long long _r = (long long)(expr), _w = (long long)(want);  \
+		if (_r != _w)                                              \
+			FAIL("%s -> %lld (%s), want %lld (%s)", #expr, _r, \
+			     _r < 0 ? fi_strerror((int)-_r) : "ok", _w,    \
+			     _w < 0 ? fi_strerror((int)-_w) : "ok");       \
 	} while (0)
 
 /* expr must fail (return < 0). */
-#define CHECK_FAILS(expr)                                                      \
-	do {                                                                   \
-		long long _r = (long long)(expr);                              \
-		if (_r >= 0)                                                   \
-			FAIL("%s -> %lld, want a negative error", #expr, _r);   \
+#define CHECK_FAILS(expr)                                                     \
+	do {                                                                  \
+		long long _r = (long long)(expr);                             \
+		if (_r >= 0)                                                  \
+			FAIL("%s -> %lld, want a negative error", #expr, _r); \
 	} while (0)
 
-#define EXPECT(cond, ...)                                                      \
-	do {                                                                   \
-		if (!(cond))                                                   \
-			die_cond(__FILE__, __LINE__, #cond, __VA_ARGS__);      \
+#define EXPECT(cond, ...)                                                 \
+	do {                                                              \
+		if (!(cond))                                              \
+			die_cond(__FILE__, __LINE__, #cond, __VA_ARGS__); \
 	} while (0)
 #define ASSERT(cond) EXPECT(cond, "%s", "")
 
@@ -109,11 +109,11 @@ uint64_t now_ms(void);
 void fill_pattern(void *buf, size_t len, uint64_t seed);
 /* Returns -1 if buf matches the pattern, else the first bad offset. */
 long long check_pattern(const void *buf, size_t len, uint64_t seed);
-#define EXPECT_PATTERN(buf, len, seed)                                         \
-	do {                                                                   \
-		long long _o = check_pattern((buf), (len), (seed));            \
-		EXPECT(_o < 0, "data mismatch at offset %lld of %zu (seed %llu)", \
-		       _o, (size_t)(len), (unsigned long long)(seed));         \
+#define EXPECT_PATTERN(buf, len, seed)                                                \
+	do {                                                                          \
+		long long _o = check_pattern((buf), (len), (seed));                   \
+		EXPECT(_o < 0, "data mismatch at offset %lld of %zu (seed %llu)", _o, \
+		       (size_t)(len), (unsigned long long)(seed));                    \
 	} while (0)
 void *xmalloc(size_t n);
 const char *flags_str(uint64_t flags, char *buf, size_t len);
@@ -136,17 +136,17 @@ int info_count(const struct fi_info *info);
 /* ---- one lnx endpoint ----------------------------------------------------- */
 
 struct lnx_opts {
-	const char *links;	   /* FI_LNX_PROV_LINKS; NULL keeps the environment */
-	const char *domain;	   /* domain name hint; NULL takes the first link */
-	enum fi_av_type av_type;   /* 0 = FI_AV_TABLE */
+	const char *links;	     /* FI_LNX_PROV_LINKS; NULL keeps the environment */
+	const char *domain;	     /* domain name hint; NULL takes the first link */
+	enum fi_av_type av_type;     /* 0 = FI_AV_TABLE */
 	enum fi_cq_format cq_format; /* 0 = FI_CQ_FORMAT_TAGGED */
-	uint64_t caps;		   /* 0 = default lnx_hints() caps */
-	int mr_mode;		   /* 0 = default lnx_hints() mr_mode */
-	size_t cq_size;		   /* 0 = the provider's default */
-	int counters;		   /* open and bind a send and a recv counter;
+	uint64_t caps;		     /* 0 = default lnx_hints() caps */
+	int mr_mode;		     /* 0 = default lnx_hints() mr_mode */
+	size_t cq_size;		     /* 0 = the provider's default */
+	int counters;		     /* open and bind a send and a recv counter;
 				      2: also FI_WRITE|FI_READ on the send one and
 				      FI_REMOTE_WRITE|FI_REMOTE_READ on the recv one */
-	int distinct_nodes;	   /* harness: give each rank its own FI_LNX_NODE_ID
+	int distinct_nodes;	     /* harness: give each rank its own FI_LNX_NODE_ID
 				      so lnx treats peers as remote (network core);
 				      n > 1: n consecutive ranks share a node */
 };
@@ -191,7 +191,8 @@ void cq_widen(enum fi_cq_format fmt, const void *entry, struct fi_cq_tagged_entr
 
 /* Takes the oldest stashed entry of cq: 1 (success entry, fields the CQ's
  * format lacks are 0), -1 (error entry, in *err), 0 (none). */
-int cq_stash_pop(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src, struct fi_cq_err_entry *err);
+int cq_stash_pop(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src,
+		 struct fi_cq_err_entry *err);
 
 /*
  * Waits up to timeout_ms for the next completion on cq.
@@ -209,8 +210,7 @@ int wait_cq(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src,
 extern int g_cq_print_errors;
 
 /* Like wait_cq, but a non-zero result is fatal. */
-void wait_ok(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src,
-	     const char *what);
+void wait_ok(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src, const char *what);
 
 /* Asserts no completion shows up on cq within ms (progressing meanwhile). */
 void expect_no_completion(struct fid_cq *cq, int ms, const char *what);
@@ -222,22 +222,21 @@ void progress_for(struct fid_cq *cq, int ms);
 int count_fds(void);
 
 /* Posts with retry on -FI_EAGAIN (progressing cq in between), bounded. */
-#define POST(cq, expr)                                                         \
-	do {                                                                   \
-		uint64_t _dl = now_ms() + WAIT_MS;                             \
-		long long _r;                                                  \
-		while ((_r = (long long)(expr)) == -FI_EAGAIN) {               \
-			if (cq_progress(cq) < 0 || now_ms() > _dl)             \
-				break;                                         \
-		}                                                              \
-		if (_r != 0)                                                   \
-			FAIL("%s -> %lld (%s)", #expr, _r,                     \
-			     fi_strerror((int)(_r < 0 ? -_r : _r)));            \
+#define POST(cq, expr)                                                                             \
+	do {                                                                                       \
+		uint64_t _dl = now_ms() + WAIT_MS;                                                 \
+		long long _r;                                                                      \
+		while ((_r = (long long)(expr)) == -FI_EAGAIN) {                                   \
+			if (cq_progress(cq) < 0 || now_ms() > _dl)                                 \
+				break;                                                             \
+		}                                                                                  \
+		if (_r != 0)                                                                       \
+			FAIL("%s -> %lld (%s)", #expr, _r, fi_strerror((int)(_r < 0 ? -_r : _r))); \
 	} while (0)
 
 /* ---- multi-process harness ------------------------------------------------ */
 
-#define MAX_RANKS 9
+#define MAX_RANKS      9
 #define PAIR_TIMEOUT_S 30
 
 struct peer {
@@ -259,10 +258,9 @@ typedef void (*role_fn)(struct peer *p, void *arg);
  * waits up to timeout_s (killing everyone on timeout, or shortly after the
  * first failure). Returns 0 if every child passed.
  */
-int run_group(const char *name, const struct lnx_opts *opts, int n,
-	      const role_fn *roles, void *arg, int timeout_s);
-int run_pair(const char *name, const struct lnx_opts *opts, role_fn a, role_fn b,
-	     void *arg);
+int run_group(const char *name, const struct lnx_opts *opts, int n, const role_fn *roles, void *arg,
+	      int timeout_s);
+int run_pair(const char *name, const struct lnx_opts *opts, role_fn a, role_fn b, void *arg);
 
 /* Out-of-band helpers usable inside roles. They keep progressing the CQ
  * while waiting, so a peer blocked on our progress is not starved. */
@@ -280,8 +278,14 @@ void barrier_quiet(struct peer *p);
 extern void (*g_child_setup)(int rank);
 
 /* Convenience for 2-rank tests. */
-static inline int other(const struct peer *p) { return 1 - p->rank; }
-static inline fi_addr_t peer_addr(const struct peer *p) { return p->addr[other(p)]; }
+static inline int other(const struct peer *p)
+{
+	return 1 - p->rank;
+}
+static inline fi_addr_t peer_addr(const struct peer *p)
+{
+	return p->addr[other(p)];
+}
 
 /* Parses argv for messaging tests. argv[1] is a configuration:
  *   shm   links "shm"
@@ -295,13 +299,16 @@ void msg_test_opts(int argc, char **argv, struct lnx_opts *o);
 struct subtest {
 	const char *name;
 	role_fn a, b;
-	int nranks;	     /* 0 = 2 (a, b); 3 = a, b, b for ranks 0, 1, 2 */
-	uint64_t opt_caps;   /* non-zero: override hints caps */
-	int mr_mode;	     /* non-zero: override hints mr_mode */
-	int counters;	     /* bind counters */
+	int nranks;	   /* 0 = 2 (a, b); 3 = a, b, b for ranks 0, 1, 2 */
+	uint64_t opt_caps; /* non-zero: override hints caps */
+	int mr_mode;	   /* non-zero: override hints mr_mode */
+	int counters;	   /* bind counters */
 };
 
-#define CASE(n, fa, fb) { .name = (n), .a = (fa), .b = (fb) }
+#define CASE(n, fa, fb)                           \
+	{                                         \
+		.name = (n), .a = (fa), .b = (fb) \
+	}
 
 /* Runs every case (or only those named in $LNX_TEST_ONLY, comma separated)
  * each in fresh processes, prints a summary, returns the exit status. */

@@ -33,18 +33,18 @@
 #include "common.h"
 #include "wep.h"
 
-#define LEN 200
+#define LEN  200
 #define NSEL 6
 
 /* Posts, retrying while lnx says -FI_EAGAIN (a retried send progresses
  * the endpoint itself). */
-#define RETRY(expr)                                                            \
-	do {                                                                   \
-		uint64_t _dl = now_ms() + WAIT_MS;                             \
-		ssize_t _r;                                                    \
-		while ((_r = (expr)) == -FI_EAGAIN && now_ms() < _dl)          \
-			;                                                      \
-		CHECK(_r);                                                     \
+#define RETRY(expr)                                                   \
+	do {                                                          \
+		uint64_t _dl = now_ms() + WAIT_MS;                    \
+		ssize_t _r;                                           \
+		while ((_r = (expr)) == -FI_EAGAIN && now_ms() < _dl) \
+			;                                             \
+		CHECK(_r);                                            \
 	} while (0)
 
 static void sync_peer(struct peer *p)
@@ -69,7 +69,8 @@ static void one(struct fid_cq *cq, struct fi_cq_tagged_entry *e, const char *wha
 	CHECK_RC(r, 1);
 }
 
-static void check_entry(const struct fi_cq_tagged_entry *e, void *ctx, uint64_t flags, size_t len, const char *what)
+static void check_entry(const struct fi_cq_tagged_entry *e, void *ctx, uint64_t flags, size_t len,
+			const char *what)
 {
 	EXPECT(e->op_context == ctx, "%s: context %p, want %p", what, e->op_context, ctx);
 	EXPECT(e->flags == flags, "%s: flags %#llx, want %#llx", what, (unsigned long long)e->flags,
@@ -82,7 +83,8 @@ static void check_entry(const struct fi_cq_tagged_entry *e, void *ctx, uint64_t 
 
 static void separate(struct peer *p, void *arg)
 {
-	struct wep w = { .txcq = open_cq(p, FI_WAIT_NONE, NULL), .rxcq = open_cq(p, FI_WAIT_NONE, NULL) };
+	struct wep w = { .txcq = open_cq(p, FI_WAIT_NONE, NULL),
+			 .rxcq = open_cq(p, FI_WAIT_NONE, NULL) };
 	wep_open(p, &w);
 	int sender = p->rank == 0;
 	uint8_t *rb = xmalloc(LEN), *sb = xmalloc(LEN);
@@ -102,8 +104,10 @@ static void separate(struct peer *p, void *arg)
 			check_entry(&e, &sctx, FI_SEND | FI_TAGGED, 0, "send on the transmit CQ");
 		} else {
 			one(w.rxcq, &e, "receive");
-			check_entry(&e, &rctx, FI_RECV | FI_TAGGED, LEN, "receive on the receive CQ");
-			EXPECT(e.tag == 7u + (unsigned)round, "tag %#llx", (unsigned long long)e.tag);
+			check_entry(&e, &rctx, FI_RECV | FI_TAGGED, LEN,
+				    "receive on the receive CQ");
+			EXPECT(e.tag == 7u + (unsigned)round, "tag %#llx",
+			       (unsigned long long)e.tag);
 			EXPECT_PATTERN(rb, LEN, 40 + round);
 		}
 		sync_peer(p);
@@ -125,8 +129,11 @@ static void separate(struct peer *p, void *arg)
 
 static void selective_a(struct peer *p, void *arg)
 {
-	struct wep w = { .txcq = open_cq(p, FI_WAIT_NONE, NULL), .rxcq = open_cq(p, FI_WAIT_NONE, NULL), .txcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL),
-			 .tx_flags = FI_SELECTIVE_COMPLETION, .rx_flags = FI_SELECTIVE_COMPLETION };
+	struct wep w = { .txcq = open_cq(p, FI_WAIT_NONE, NULL),
+			 .rxcq = open_cq(p, FI_WAIT_NONE, NULL),
+			 .txcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL),
+			 .tx_flags = FI_SELECTIVE_COMPLETION,
+			 .rx_flags = FI_SELECTIVE_COMPLETION };
 	wep_open(p, &w);
 	uint8_t *b = xmalloc(NSEL * LEN);
 	struct fi_context2 ctx[NSEL];
@@ -136,7 +143,10 @@ static void selective_a(struct peer *p, void *arg)
 		uint8_t *s = b + i * LEN;
 		fill_pattern(s, LEN, 60 + i);
 		struct iovec iov = { .iov_base = s, .iov_len = LEN };
-		struct fi_msg_tagged m = { .msg_iov = &iov, .iov_count = 1, .addr = w.peer, .tag = 100 + i,
+		struct fi_msg_tagged m = { .msg_iov = &iov,
+					   .iov_count = 1,
+					   .addr = w.peer,
+					   .tag = 100 + i,
 					   .context = &ctx[i] };
 		switch (i) {
 		case 0: /* plain send: no completion under FI_SELECTIVE_COMPLETION */
@@ -165,13 +175,15 @@ static void selective_a(struct peer *p, void *arg)
 		struct fi_cq_tagged_entry e;
 		one(w.txcq, &e, "selective send");
 		int k = (int)((struct fi_context2 *)e.op_context - ctx);
-		EXPECT(k >= 0 && k < NSEL && WANTS(k) && !seen[k]++, "send completion for context %p (op %d)",
-		       e.op_context, k);
-		EXPECT(e.flags == (FI_SEND | FI_TAGGED), "send flags %#llx", (unsigned long long)e.flags);
+		EXPECT(k >= 0 && k < NSEL && WANTS(k) && !seen[k]++,
+		       "send completion for context %p (op %d)", e.op_context, k);
+		EXPECT(e.flags == (FI_SEND | FI_TAGGED), "send flags %#llx",
+		       (unsigned long long)e.flags);
 	}
 	struct fi_cq_tagged_entry e;
 	CHECK_RC(fi_cq_read(w.txcq, &e, 1), -FI_EAGAIN);
-	EXPECT(fi_cntr_read(w.txcntr) == NSEL, "send counter %llu", (unsigned long long)fi_cntr_read(w.txcntr));
+	EXPECT(fi_cntr_read(w.txcntr) == NSEL, "send counter %llu",
+	       (unsigned long long)fi_cntr_read(w.txcntr));
 	free(b);
 	barrier_quiet(p);
 	wep_close(&w);
@@ -179,8 +191,11 @@ static void selective_a(struct peer *p, void *arg)
 
 static void selective_b(struct peer *p, void *arg)
 {
-	struct wep w = { .txcq = open_cq(p, FI_WAIT_NONE, NULL), .rxcq = open_cq(p, FI_WAIT_NONE, NULL), .rxcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL),
-			 .tx_flags = FI_SELECTIVE_COMPLETION, .rx_flags = FI_SELECTIVE_COMPLETION };
+	struct wep w = { .txcq = open_cq(p, FI_WAIT_NONE, NULL),
+			 .rxcq = open_cq(p, FI_WAIT_NONE, NULL),
+			 .rxcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL),
+			 .tx_flags = FI_SELECTIVE_COMPLETION,
+			 .rx_flags = FI_SELECTIVE_COMPLETION };
 	wep_open(p, &w);
 	size_t inj = p->l.info->tx_attr->inject_size < LEN ? p->l.info->tx_attr->inject_size : LEN;
 	uint8_t *b = xmalloc(NSEL * LEN);
@@ -188,7 +203,10 @@ static void selective_b(struct peer *p, void *arg)
 	struct fi_context2 ctx[NSEL];
 	for (int i = 0; i < NSEL; i++) {
 		struct iovec iov = { .iov_base = b + i * LEN, .iov_len = LEN };
-		struct fi_msg_tagged m = { .msg_iov = &iov, .iov_count = 1, .addr = w.peer, .tag = 100 + i,
+		struct fi_msg_tagged m = { .msg_iov = &iov,
+					   .iov_count = 1,
+					   .addr = w.peer,
+					   .tag = 100 + i,
 					   .context = &ctx[i] };
 		CHECK(fi_trecvmsg(w.ep, &m, WANTS(i) ? FI_COMPLETION : 0));
 	}
@@ -201,14 +219,16 @@ static void selective_b(struct peer *p, void *arg)
 		struct fi_cq_tagged_entry e;
 		one(w.rxcq, &e, "selective receive");
 		int k = (int)((struct fi_context2 *)e.op_context - ctx);
-		EXPECT(k >= 0 && k < NSEL && WANTS(k) && !seen[k]++, "receive completion for context %p (op %d)",
-		       e.op_context, k);
-		check_entry(&e, &ctx[k], FI_RECV | FI_TAGGED, k == 3 ? inj : LEN, "selective receive");
+		EXPECT(k >= 0 && k < NSEL && WANTS(k) && !seen[k]++,
+		       "receive completion for context %p (op %d)", e.op_context, k);
+		check_entry(&e, &ctx[k], FI_RECV | FI_TAGGED, k == 3 ? inj : LEN,
+			    "selective receive");
 		EXPECT(e.tag == 100u + (unsigned)k, "tag %#llx", (unsigned long long)e.tag);
 	}
 	struct fi_cq_tagged_entry e;
 	CHECK_RC(fi_cq_read(w.rxcq, &e, 1), -FI_EAGAIN);
-	EXPECT(fi_cntr_read(w.rxcntr) == NSEL, "receive counter %llu", (unsigned long long)fi_cntr_read(w.rxcntr));
+	EXPECT(fi_cntr_read(w.rxcntr) == NSEL, "receive counter %llu",
+	       (unsigned long long)fi_cntr_read(w.rxcntr));
 	sync_peer(p);
 	free(b);
 	barrier_quiet(p);
@@ -224,7 +244,8 @@ static void cntr_ops(struct peer *p)
 	struct fid_cntr *c = open_cntr(p, FI_WAIT_UNSPEC, NULL);
 	CHECK(fi_cntr_add(c, 5));
 	CHECK(fi_cntr_add(c, 2));
-	EXPECT(fi_cntr_read(c) == 7, "after add 5, add 2: %llu", (unsigned long long)fi_cntr_read(c));
+	EXPECT(fi_cntr_read(c) == 7, "after add 5, add 2: %llu",
+	       (unsigned long long)fi_cntr_read(c));
 	CHECK(fi_cntr_set(c, 3));
 	EXPECT(fi_cntr_read(c) == 3, "after set 3: %llu", (unsigned long long)fi_cntr_read(c));
 	CHECK(fi_cntr_wait(c, 3, 0));
@@ -232,17 +253,20 @@ static void cntr_ops(struct peer *p)
 	EXPECT(fi_cntr_readerr(c) == 0, "error count %llu", (unsigned long long)fi_cntr_readerr(c));
 	CHECK(fi_cntr_seterr(c, 4));
 	CHECK(fi_cntr_adderr(c, 1));
-	EXPECT(fi_cntr_readerr(c) == 5, "after seterr 4, adderr 1: %llu", (unsigned long long)fi_cntr_readerr(c));
+	EXPECT(fi_cntr_readerr(c) == 5, "after seterr 4, adderr 1: %llu",
+	       (unsigned long long)fi_cntr_readerr(c));
 	EXPECT(fi_cntr_read(c) == 3, "the error count moved the success count: %llu",
 	       (unsigned long long)fi_cntr_read(c));
 	CHECK(fi_cntr_seterr(c, 0));
-	EXPECT(fi_cntr_readerr(c) == 0, "after seterr 0: %llu", (unsigned long long)fi_cntr_readerr(c));
+	EXPECT(fi_cntr_readerr(c) == 0, "after seterr 0: %llu",
+	       (unsigned long long)fi_cntr_readerr(c));
 	CHECK(fi_close(&c->fid));
 }
 
 static void cntr_pingpong(struct peer *p, void *arg)
 {
-	struct wep w = { .txcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL), .rxcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL) };
+	struct wep w = { .txcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL),
+			 .rxcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL) };
 	wep_open(p, &w);
 	uint8_t *rb = xmalloc(LEN), *sb = xmalloc(LEN);
 	int ping = p->rank == 0;
@@ -263,8 +287,9 @@ static void cntr_pingpong(struct peer *p, void *arg)
 		}
 		CHECK(fi_cntr_wait(w.txcntr, (uint64_t)i + 1, WAIT_MS));
 	}
-	EXPECT(fi_cntr_read(w.txcntr) == ROUNDS && fi_cntr_read(w.rxcntr) == ROUNDS, "counters %llu/%llu",
-	       (unsigned long long)fi_cntr_read(w.txcntr), (unsigned long long)fi_cntr_read(w.rxcntr));
+	EXPECT(fi_cntr_read(w.txcntr) == ROUNDS && fi_cntr_read(w.rxcntr) == ROUNDS,
+	       "counters %llu/%llu", (unsigned long long)fi_cntr_read(w.txcntr),
+	       (unsigned long long)fi_cntr_read(w.rxcntr));
 	EXPECT(fi_cntr_readerr(w.txcntr) == 0 && fi_cntr_readerr(w.rxcntr) == 0, "error counts");
 	free(rb);
 	free(sb);
@@ -278,7 +303,10 @@ static void cntr_pingpong(struct peer *p, void *arg)
 static void errors_only_a(struct peer *p, void *arg)
 {
 	struct fid_cq *cq = open_cq(p, FI_WAIT_NONE, NULL);
-	struct wep w = { .txcq = cq, .rxcq = cq, .txcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL), .rxcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL),
+	struct wep w = { .txcq = cq,
+			 .rxcq = cq,
+			 .txcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL),
+			 .rxcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL),
 			 .tx_flags = FI_SELECTIVE_COMPLETION };
 	wep_open(p, &w);
 	uint8_t *b = xmalloc(64);
@@ -291,7 +319,8 @@ static void errors_only_a(struct peer *p, void *arg)
 	sync_peer(p);
 	struct fi_cq_tagged_entry e;
 	CHECK_RC(fi_cq_read(cq, &e, 1), -FI_EAGAIN);
-	EXPECT(fi_cntr_readerr(w.txcntr) == 0, "send errors %llu", (unsigned long long)fi_cntr_readerr(w.txcntr));
+	EXPECT(fi_cntr_readerr(w.txcntr) == 0, "send errors %llu",
+	       (unsigned long long)fi_cntr_readerr(w.txcntr));
 	free(b);
 	barrier_quiet(p);
 	wep_close(&w);
@@ -300,7 +329,10 @@ static void errors_only_a(struct peer *p, void *arg)
 static void errors_only_b(struct peer *p, void *arg)
 {
 	struct fid_cq *cq = open_cq(p, FI_WAIT_NONE, NULL);
-	struct wep w = { .txcq = cq, .rxcq = cq, .txcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL), .rxcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL),
+	struct wep w = { .txcq = cq,
+			 .rxcq = cq,
+			 .txcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL),
+			 .rxcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL),
 			 .tx_flags = FI_SELECTIVE_COMPLETION };
 	wep_open(p, &w);
 	uint8_t *b = xmalloc(64);
@@ -311,14 +343,18 @@ static void errors_only_b(struct peer *p, void *arg)
 	/* Manual progress: the message is taken (and truncated) inside the
 	 * wait, so the wait sees the error counted. */
 	CHECK_RC(fi_cntr_wait(w.rxcntr, 1, WAIT_MS), -FI_EAVAIL);
-	EXPECT(fi_cntr_readerr(w.rxcntr) == 1, "receive errors %llu", (unsigned long long)fi_cntr_readerr(w.rxcntr));
-	EXPECT(fi_cntr_read(w.rxcntr) == 0, "receive successes %llu", (unsigned long long)fi_cntr_read(w.rxcntr));
+	EXPECT(fi_cntr_readerr(w.rxcntr) == 1, "receive errors %llu",
+	       (unsigned long long)fi_cntr_readerr(w.rxcntr));
+	EXPECT(fi_cntr_read(w.rxcntr) == 0, "receive successes %llu",
+	       (unsigned long long)fi_cntr_read(w.rxcntr));
 	struct fi_cq_tagged_entry e;
 	CHECK_RC(fi_cq_read(cq, &e, 1), -FI_EAVAIL);
 	struct fi_cq_err_entry err = { 0 };
 	CHECK_RC(fi_cq_readerr(cq, &err, 0), 1);
-	EXPECT(err.err == FI_ETRUNC, "error %d (%s), want FI_ETRUNC", err.err, fi_strerror(err.err));
-	EXPECT(err.op_context == &small, "error context %p, want %p", err.op_context, (void *)&small);
+	EXPECT(err.err == FI_ETRUNC, "error %d (%s), want FI_ETRUNC", err.err,
+	       fi_strerror(err.err));
+	EXPECT(err.op_context == &small, "error context %p, want %p", err.op_context,
+	       (void *)&small);
 	EXPECT(err.olen == 48, "olen %zu, want 48", err.olen);
 	EXPECT(err.flags & FI_RECV, "error flags %#llx", (unsigned long long)err.flags);
 	EXPECT_PATTERN(b, 16, 80);
@@ -331,7 +367,8 @@ static void errors_only_b(struct peer *p, void *arg)
 	CHECK(fi_cntr_wait(w.rxcntr, 1, WAIT_MS));
 	EXPECT_PATTERN(b, 64, 81);
 	CHECK_RC(fi_cq_read(cq, &e, 1), -FI_EAGAIN); /* a success writes nothing */
-	EXPECT(fi_cntr_readerr(w.rxcntr) == 1, "receive errors %llu", (unsigned long long)fi_cntr_readerr(w.rxcntr));
+	EXPECT(fi_cntr_readerr(w.rxcntr) == 1, "receive errors %llu",
+	       (unsigned long long)fi_cntr_readerr(w.rxcntr));
 	sync_peer(p);
 	free(b);
 	barrier_quiet(p);
@@ -352,7 +389,8 @@ static void multi_a(struct peer *p, void *arg)
 {
 	EXPECT(p->l.info->caps & FI_MULTI_RECV, "caps %#llx lack FI_MULTI_RECV",
 	       (unsigned long long)p->l.info->caps);
-	struct wep w = { .txcq = open_cq(p, FI_WAIT_NONE, NULL), .rxcq = open_cq(p, FI_WAIT_NONE, NULL) };
+	struct wep w = { .txcq = open_cq(p, FI_WAIT_NONE, NULL),
+			 .rxcq = open_cq(p, FI_WAIT_NONE, NULL) };
 	wep_open(p, &w);
 	uint8_t *b = xmalloc(NMULTI * 512);
 	struct fi_cq_tagged_entry e;
@@ -371,21 +409,29 @@ static void multi_a(struct peer *p, void *arg)
 
 static void multi_b(struct peer *p, void *arg)
 {
-	struct wep w = { .txcq = open_cq(p, FI_WAIT_NONE, NULL), .rxcq = open_cq(p, FI_WAIT_NONE, NULL) };
+	struct wep w = { .txcq = open_cq(p, FI_WAIT_NONE, NULL),
+			 .rxcq = open_cq(p, FI_WAIT_NONE, NULL) };
 	wep_open(p, &w);
 	size_t v = MMIN, len = sizeof(v);
 	CHECK(fi_setopt(&w.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &v, sizeof(v)));
 	v = 0;
 	CHECK(fi_getopt(&w.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &v, &len));
-	EXPECT(v == MMIN && len == sizeof(v), "FI_OPT_MIN_MULTI_RECV reads back %zu (len %zu)", v, len);
+	EXPECT(v == MMIN && len == sizeof(v), "FI_OPT_MIN_MULTI_RECV reads back %zu (len %zu)", v,
+	       len);
 	uint8_t *mb = xmalloc(MBUF), *pb = xmalloc(512);
 	memset(mb, 0, MBUF);
 	memset(pb, 0, 512);
 	struct fi_context2 mctx, pctx;
 	struct iovec iov = { .iov_base = mb, .iov_len = MBUF };
-	struct fi_msg m = { .msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .context = &mctx };
+	struct fi_msg m = { .msg_iov = &iov,
+			    .iov_count = 1,
+			    .addr = FI_ADDR_UNSPEC,
+			    .context = &mctx };
 	/* Tagged multi-receive is not offered. */
-	struct fi_msg_tagged tm = { .msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .context = &mctx };
+	struct fi_msg_tagged tm = { .msg_iov = &iov,
+				    .iov_count = 1,
+				    .addr = FI_ADDR_UNSPEC,
+				    .context = &mctx };
 	CHECK_FAILS(fi_trecvmsg(w.ep, &tm, FI_MULTI_RECV));
 	/* Messages 0 and 1 are on their way; progress this endpoint meanwhile
 	 * (a tcp connection needs both sides). */
@@ -407,12 +453,15 @@ static void multi_b(struct peer *p, void *arg)
 		EXPECT(i < NMULTI && !seen[i]++, "a completion of %zu bytes", e.len);
 		int last = i == 4;
 		if (i < 5) {
-			check_entry(&e, &mctx, FI_RECV | FI_MSG | (last ? FI_MULTI_RECV : 0), k_msz[i], "multi-receive");
-			EXPECT((uint8_t *)e.buf == mb + off, "message %zu at %p, want buffer + %zu (%p)", i, e.buf, off,
+			check_entry(&e, &mctx, FI_RECV | FI_MSG | (last ? FI_MULTI_RECV : 0),
+				    k_msz[i], "multi-receive");
+			EXPECT((uint8_t *)e.buf == mb + off,
+			       "message %zu at %p, want buffer + %zu (%p)", i, e.buf, off,
 			       (void *)(mb + off));
 			EXPECT_PATTERN(mb + off, k_msz[i], 500 + i);
 		} else {
-			check_entry(&e, &pctx, FI_RECV | FI_MSG, k_msz[i], "the receive after the buffer");
+			check_entry(&e, &pctx, FI_RECV | FI_MSG, k_msz[i],
+				    "the receive after the buffer");
 			EXPECT(e.buf == pb, "buf %p, want %p", e.buf, (void *)pb);
 			EXPECT_PATTERN(pb, k_msz[i], 500 + i);
 		}
@@ -433,9 +482,11 @@ static const struct subtest cases[] = {
 	CASE("selective", selective_a, selective_b),
 	CASE("cntr_pingpong", cntr_pingpong, cntr_pingpong),
 	CASE("errors_only", errors_only_a, errors_only_b),
-	{ .name = "multi_recv", .a = multi_a, .b = multi_b,
-	  .opt_caps = FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM |
-		      FI_REMOTE_COMM | FI_MULTI_RECV },
+	{ .name = "multi_recv",
+	  .a = multi_a,
+	  .b = multi_b,
+	  .opt_caps = FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE |
+		      FI_LOCAL_COMM | FI_REMOTE_COMM | FI_MULTI_RECV },
 };
 
 int main(int argc, char **argv)

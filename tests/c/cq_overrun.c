@@ -11,7 +11,7 @@
  */
 #include "common.h"
 
-#define N 5000
+#define N  5000
 #define SZ 256
 
 int main(void)
@@ -26,13 +26,16 @@ int main(void)
 	static struct fi_context2 rctx[N], sctx[N];
 	for (int i = 0; i < N; i++) {
 		fill_pattern(sbuf + (size_t)i * SZ, SZ, i);
-		CHECK(fi_trecv(l.ep, rbuf + (size_t)i * SZ, SZ, NULL, self, 0x1000 + i, 0, &rctx[i]));
+		CHECK(fi_trecv(l.ep, rbuf + (size_t)i * SZ, SZ, NULL, self, 0x1000 + i, 0,
+			       &rctx[i]));
 	}
 	for (int i = 0; i < N; i++) {
 		ssize_t r;
 		uint64_t deadline = now_ms() + WAIT_MS;
-		while ((r = fi_tsend(l.ep, sbuf + (size_t)i * SZ, SZ, NULL, self, 0x1000 + i, &sctx[i])) == -FI_EAGAIN)
-			EXPECT(now_ms() < deadline, "send %d: -FI_EAGAIN for %d ms without reading the CQ", i, WAIT_MS);
+		while ((r = fi_tsend(l.ep, sbuf + (size_t)i * SZ, SZ, NULL, self, 0x1000 + i,
+				     &sctx[i])) == -FI_EAGAIN)
+			EXPECT(now_ms() < deadline,
+			       "send %d: -FI_EAGAIN for %d ms without reading the CQ", i, WAIT_MS);
 		CHECK(r);
 	}
 	int next_recv = 0, sends = 0;
@@ -42,7 +45,8 @@ int main(void)
 		wait_ok(l.cq, &e, NULL, "completion");
 		if (e.flags & FI_RECV) {
 			int i = (struct fi_context2 *)e.op_context - rctx;
-			EXPECT(i == next_recv, "receive %d completed where %d was due", i, next_recv);
+			EXPECT(i == next_recv, "receive %d completed where %d was due", i,
+			       next_recv);
 			EXPECT(e.tag == 0x1000 + (uint64_t)i && e.len == SZ, "tag %#llx len %zu",
 			       (unsigned long long)e.tag, e.len);
 			EXPECT_PATTERN(rbuf + (size_t)i * SZ, SZ, i);

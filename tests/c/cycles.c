@@ -69,11 +69,12 @@ int main(int argc, char **argv)
 		cycle(links);
 	int fds1 = count_fds(), shm1 = count_shm();
 	long rss1 = rss_kb();
-	note("%s: %d cycles: fds %d -> %d, lnx shm regions %d -> %d, rss %ld -> %ld KiB",
-	     links, cycles, fds0, fds1, shm0, shm1, rss0, rss1);
+	note("%s: %d cycles: fds %d -> %d, lnx shm regions %d -> %d, rss %ld -> %ld KiB", links,
+	     cycles, fds0, fds1, shm0, shm1, rss0, rss1);
 	EXPECT(fds1 == fds0, "file descriptors leaked: %d -> %d", fds0, fds1);
 	EXPECT(shm1 == 0 && shm0 == 0, "shm regions left: %d", shm1);
-	EXPECT(rss1 - rss0 < 16 * 1024, "resident memory grew by %ld KiB over %d cycles", rss1 - rss0, cycles);
+	EXPECT(rss1 - rss0 < 16 * 1024, "resident memory grew by %ld KiB over %d cycles",
+	       rss1 - rss0, cycles);
 	printf("cycles: ok\n");
 	return 0;
 }

@@ -32,7 +32,10 @@ static void *sym(const char *name)
 	return p;
 }
 
-const char *dev_api(void) { return api_cuda ? "cuda" : "rocm"; }
+const char *dev_api(void)
+{
+	return api_cuda ? "cuda" : "rocm";
+}
 
 enum fi_hmem_iface dev_init(void)
 {
@@ -97,7 +100,8 @@ void dev_to_host(void *dst, const void *src, size_t n)
 	if (api_cuda)
 		EXPECT(cuMemcpyDtoH(dst, (uintptr_t)src, n) == 0, "cuMemcpyDtoH failed");
 	else
-		EXPECT(hipMemcpy(dst, src, n, 2 /* hipMemcpyDeviceToHost */) == 0, "hipMemcpy D2H failed");
+		EXPECT(hipMemcpy(dst, src, n, 2 /* hipMemcpyDeviceToHost */) == 0,
+		       "hipMemcpy D2H failed");
 }
 
 void host_to_dev(void *dst, const void *src, size_t n)
@@ -107,7 +111,8 @@ void host_to_dev(void *dst, const void *src, size_t n)
 	if (api_cuda)
 		EXPECT(cuMemcpyHtoD((uintptr_t)dst, src, n) == 0, "cuMemcpyHtoD failed");
 	else
-		EXPECT(hipMemcpy(dst, src, n, 1 /* hipMemcpyHostToDevice */) == 0, "hipMemcpy H2D failed");
+		EXPECT(hipMemcpy(dst, src, n, 1 /* hipMemcpyHostToDevice */) == 0,
+		       "hipMemcpy H2D failed");
 }
 
 void dev_fill(void *dev, size_t n, uint64_t seed)
@@ -138,8 +143,11 @@ int dev_reg(struct fid_domain *dom, void *buf, size_t n, struct fid_mr **mr)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = n };
 	struct fi_mr_attr attr = {
-		.mr_iov = &iov, .iov_count = 1, .access = FI_SEND | FI_RECV,
-		.requested_key = 0, .iface = api_cuda ? FI_HMEM_CUDA : FI_HMEM_ROCR,
+		.mr_iov = &iov,
+		.iov_count = 1,
+		.access = FI_SEND | FI_RECV,
+		.requested_key = 0,
+		.iface = api_cuda ? FI_HMEM_CUDA : FI_HMEM_ROCR,
 	};
 	attr.device.cuda = 0;
 	return fi_mr_regattr(dom, &attr, 0, mr);

@@ -37,16 +37,19 @@ int main(int argc, char **argv)
 	struct fi_info *hints = fi_allocinfo();
 	hints->fabric_attr->prov_name = strdup("lnx");
 	hints->caps = FI_TAGGED | FI_HMEM;
-	hints->domain_attr->mr_mode = FI_MR_HMEM | FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	hints->domain_attr->mr_mode =
+		FI_MR_HMEM | FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	int ret = fi_getinfo(v, NULL, NULL, 0, hints, &info);
 	if (ret) {
-		fprintf(stderr, "FAIL: fi_getinfo(FI_HMEM) after setenv(FI_LNX_CUDA_LIB): %s\n", fi_strerror(-ret));
+		fprintf(stderr, "FAIL: fi_getinfo(FI_HMEM) after setenv(FI_LNX_CUDA_LIB): %s\n",
+			fi_strerror(-ret));
 		return 1;
 	}
 	int fails = 0;
 	for (struct fi_info *i = info; i; i = i->next) {
 		if (strcmp(i->domain_attr->name, "shm") != 0) {
-			fprintf(stderr, "FAIL: domain %s, want shm (FI_LNX_PROV_LINKS set by setenv)\n",
+			fprintf(stderr,
+				"FAIL: domain %s, want shm (FI_LNX_PROV_LINKS set by setenv)\n",
 				i->domain_attr->name);
 			fails++;
 		}

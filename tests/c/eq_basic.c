@@ -70,13 +70,15 @@ static void test_wait_none(struct fid_fabric *fab)
 	CHECK_RC(fi_eq_read(eq, &event, &out, sizeof(out) - 1, 0), -FI_ETOOSMALL);
 	memset(&out, 0, sizeof(out));
 	CHECK_RC(fi_eq_read(eq, &event, &out, sizeof(out), FI_PEEK), sizeof(out));
-	EXPECT(event == FI_NOTIFY && out.data == 42, "peek: event %u data %llu", event, (unsigned long long)out.data);
+	EXPECT(event == FI_NOTIFY && out.data == 42, "peek: event %u data %llu", event,
+	       (unsigned long long)out.data);
 	memset(&out, 0, sizeof(out));
 	event = 0;
 	CHECK_RC(fi_eq_read(eq, &event, &out, sizeof(out), 0), sizeof(out));
 	EXPECT(event == FI_NOTIFY, "event %u", event);
 	EXPECT(out.fid == &fab->fid && out.context == (void *)0x1234 && out.data == 42,
-	       "entry fid %p context %p data %llu", (void *)out.fid, out.context, (unsigned long long)out.data);
+	       "entry fid %p context %p data %llu", (void *)out.fid, out.context,
+	       (unsigned long long)out.data);
 	CHECK_RC(fi_eq_read(eq, &event, &out, sizeof(out), 0), sizeof(out));
 	EXPECT(event == FI_MR_COMPLETE && out.data == 43, "second: event %u data %llu", event,
 	       (unsigned long long)out.data);
@@ -143,8 +145,8 @@ static void test_wait_fd(struct fid_fabric *fab, enum fi_wait_obj asked)
 	CHECK_RC(fi_eq_write(eq, FI_NOTIFY, &in, sizeof(in), 0), sizeof(in));
 	EXPECT(ready_fd(fd) == 1, "fd not readable with an event queued");
 	CHECK_RC(fi_eq_sread(eq, &event, &out, sizeof(out), -1, 0), sizeof(out));
-	EXPECT(event == FI_NOTIFY && out.context == &attr && out.data == 7, "sread: event %u data %llu", event,
-	       (unsigned long long)out.data);
+	EXPECT(event == FI_NOTIFY && out.context == &attr && out.data == 7,
+	       "sread: event %u data %llu", event, (unsigned long long)out.data);
 	EXPECT(ready_fd(fd) == 0, "fd still readable after the only event was read");
 
 	/* A blocked sread wakes for a write from another thread. */
@@ -192,14 +194,16 @@ static void test_av_events(struct lnx *l)
 	memset(&e, 0, sizeof(e));
 	CHECK_RC(fi_eq_sread(eq, &event, &e, sizeof(e), -1, 0), sizeof(e));
 	EXPECT(event == FI_AV_COMPLETE, "event %u", event);
-	EXPECT(e.fid == &av->fid && e.context == &ctx && e.data == 1, "FI_AV_COMPLETE: fid %p context %p data %llu",
-	       (void *)e.fid, e.context, (unsigned long long)e.data);
+	EXPECT(e.fid == &av->fid && e.context == &ctx && e.data == 1,
+	       "FI_AV_COMPLETE: fid %p context %p data %llu", (void *)e.fid, e.context,
+	       (unsigned long long)e.data);
 	EXPECT(fa[0] != FI_ADDR_NOTAVAIL && fa[1] == FI_ADDR_NOTAVAIL, "fi_addrs %llu %llu",
 	       (unsigned long long)fa[0], (unsigned long long)fa[1]);
 	uint8_t back[ADDR_MAX];
 	size_t len = sizeof(back);
 	CHECK(fi_av_lookup(av, fa[0], back, &len));
-	EXPECT(len == LNX_ADDRLEN && !memcmp(back, l->name, LNX_ADDRLEN), "lookup of the inserted address");
+	EXPECT(len == LNX_ADDRLEN && !memcmp(back, l->name, LNX_ADDRLEN),
+	       "lookup of the inserted address");
 	CHECK_RC(fi_eq_read(eq, &event, &e, sizeof(e), 0), -FI_EAGAIN);
 
 	/* An RDM endpoint accepts an EQ. */

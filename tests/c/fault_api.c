@@ -79,8 +79,10 @@ static void zero_count_b(struct peer *p, void *arg)
 		ssize_t n = recv(p->sock[other(p)], &c, 1, MSG_DONTWAIT);
 		if (n == 1)
 			break;
-		EXPECT(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK), "A went away (it failed)");
-		EXPECT(now_ms() < deadline, "the send never completed over %ld zero-count reads", reads);
+		EXPECT(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK),
+		       "A went away (it failed)");
+		EXPECT(now_ms() < deadline, "the send never completed over %ld zero-count reads",
+		       reads);
 	}
 	wait_ok(p->l.cq, &e, NULL, "the 1 MiB receive");
 	EXPECT(e.op_context == &ctx && e.len == BIG, "receive completion: len %zu", e.len);
@@ -102,8 +104,10 @@ static void zero_reads_until_oob(struct peer *p, const char *what)
 		ssize_t n = recv(p->sock[other(p)], &c, 1, MSG_DONTWAIT);
 		if (n == 1)
 			break;
-		EXPECT(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK), "the other rank went away (it failed)");
-		EXPECT(now_ms() < deadline, "%s never completed over %ld zero-count reads", what, reads);
+		EXPECT(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK),
+		       "the other rank went away (it failed)");
+		EXPECT(now_ms() < deadline, "%s never completed over %ld zero-count reads", what,
+		       reads);
 	}
 }
 
@@ -159,14 +163,18 @@ static void huge_count_a(struct peer *p, void *arg)
 		uint64_t v = 0x1234 + i;
 		struct iovec iov = { .iov_base = &v, .iov_len = sizeof(v) };
 		struct fi_context2 ctx;
-		struct fi_msg_tagged m = { .msg_iov = &iov, .iov_count = 1, .addr = peer_addr(p),
-					   .tag = 0x72, .context = &ctx };
+		struct fi_msg_tagged m = { .msg_iov = &iov,
+					   .iov_count = 1,
+					   .addr = peer_addr(p),
+					   .tag = 0x72,
+					   .context = &ctx };
 		POST(p->l.cq, fi_tsendmsg(p->l.ep, &m, FI_COMPLETION));
 		struct fi_cq_tagged_entry e[4];
 		ssize_t r = read_count(p->l.cq, e, counts[i]);
 		EXPECT(r == 1, "fi_cq_read with count %#zx -> %zd (%s), want 1", counts[i], r,
 		       r < 0 ? fi_strerror((int)-r) : "ok");
-		EXPECT(e[0].op_context == &ctx && (e[0].flags & FI_SEND), "not the send's completion");
+		EXPECT(e[0].op_context == &ctx && (e[0].flags & FI_SEND),
+		       "not the send's completion");
 	}
 	barrier(p);
 }
@@ -206,7 +214,9 @@ static void av_dup_a(struct peer *p, void *arg)
 	CHECK_RC(fi_av_remove(p->l.av, &x, 1, 0), -FI_EINVAL);
 }
 
-static void idle_b(struct peer *p, void *arg) {}
+static void idle_b(struct peer *p, void *arg)
+{
+}
 
 /* ---- av_stale ------------------------------------------------------------- */
 
@@ -240,7 +250,8 @@ static void av_stale_a(struct peer *p, void *arg)
 	CHECK_RC(fi_av_insert(p->l.av, name, 1, &again, 0, NULL), 1);
 	POST(p->l.cq, fi_tsend(p->l.ep, &v[2], sizeof(v[2]), NULL, again, 0x73, &ctx[2]));
 	wait_ok(p->l.cq, &e, NULL, "send after re-insert");
-	EXPECT(e.op_context == &ctx[2], "completion for another operation (a send to the removed address?)");
+	EXPECT(e.op_context == &ctx[2],
+	       "completion for another operation (a send to the removed address?)");
 	barrier(p);
 }
 
@@ -251,7 +262,8 @@ static void av_stale_b(struct peer *p, void *arg)
 	/* Any source: the third message comes from the re-inserted entry. A
 	 * stale send that got through would take the third receive. */
 	for (int i = 0; i < 3; i++)
-		CHECK(fi_trecv(p->l.ep, &v[i], sizeof(v[i]), NULL, FI_ADDR_UNSPEC, 0x73, 0, &ctx[i]));
+		CHECK(fi_trecv(p->l.ep, &v[i], sizeof(v[i]), NULL, FI_ADDR_UNSPEC, 0x73, 0,
+			       &ctx[i]));
 	barrier(p);
 	for (int i = 0; i < 3; i++) {
 		struct fi_cq_tagged_entry e;
@@ -274,7 +286,8 @@ static void bind_foreign_a(struct peer *p, void *arg)
 	CHECK(fi_domain(p->l.fabric, p->l.info, &dom2, NULL));
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE };
 	CHECK(fi_cq_open(dom2, &cq_attr, &cq2, NULL));
-	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP,
+					  .wait_obj = FI_WAIT_UNSPEC };
 	CHECK(fi_cntr_open(dom2, &cntr_attr, &cntr2, NULL));
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE, .count = 4 };
 	CHECK(fi_av_open(dom2, &av_attr, &av2, NULL));
@@ -371,7 +384,7 @@ static void closed_peer_b(struct peer *p, void *arg)
 
 /* Short buffers: an eager size (2 pages) and a rendezvous size (64 pages). */
 static const size_t bad_pages[] = { 2, 64 };
-#define NBAD (sizeof(bad_pages) / sizeof(bad_pages[0]))
+#define NBAD  (sizeof(bad_pages) / sizeof(bad_pages[0]))
 #define NGOOD 4
 static const size_t good_len[NGOOD] = { 100, 8192, 65536, 1u << 20 };
 
@@ -384,18 +397,21 @@ static void bad_buffer_a(struct peer *p, void *arg)
 	barrier(p); /* B's receives are posted */
 	for (size_t k = 0; k < NBAD; k++) {
 		size_t len = bad_pages[k] * pg;
-		uint8_t *b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uint8_t *b =
+			mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		ASSERT(b != MAP_FAILED);
 		memset(b, 0x5a, len - pg);
 		CHECK(munmap(b + len - pg, pg)); /* the buffer is one page short */
 		ssize_t r;
 		uint64_t dl = now_ms() + WAIT_MS;
-		while ((r = fi_tsend(p->l.ep, b, len, NULL, peer_addr(p), 0x80 + k * 16, &bctx[k])) == -FI_EAGAIN &&
+		while ((r = fi_tsend(p->l.ep, b, len, NULL, peer_addr(p), 0x80 + k * 16,
+				     &bctx[k])) == -FI_EAGAIN &&
 		       now_ms() < dl)
 			cq_progress(p->l.cq);
 		note("send of %zu bytes from a buffer of %zu -> %zd (%s)", len, len - pg, r,
 		     r ? fi_strerror((int)-r) : "posted");
-		EXPECT(r != -FI_EAGAIN, "short-buffer send refused with -FI_EAGAIN until the deadline");
+		EXPECT(r != -FI_EAGAIN,
+		       "short-buffer send refused with -FI_EAGAIN until the deadline");
 		if (r == 0)
 			expected++;
 		for (int g = 0; g < NGOOD; g++) {
@@ -415,7 +431,8 @@ static void bad_buffer_a(struct peer *p, void *arg)
 		g_cq_print_errors = 0;
 		int r = wait_cq(p->l.cq, &e, NULL, &err, WAIT_MS);
 		g_cq_print_errors = 1;
-		EXPECT(r != -FI_ETIMEDOUT, "%d of %d sends never completed", expected - okc - errc, expected);
+		EXPECT(r != -FI_ETIMEDOUT, "%d of %d sends never completed", expected - okc - errc,
+		       expected);
 		void *c = r == 0 ? e.op_context : err.op_context;
 		int bad = c == &bctx[0] || c == &bctx[1];
 		if (r == 0) {
@@ -442,11 +459,12 @@ static void bad_buffer_b(struct peer *p, void *arg)
 	int done[NBAD] = { 0 };
 	for (size_t k = 0; k < NBAD; k++) {
 		bad[k] = xmalloc(bad_pages[k] * pg);
-		CHECK(fi_trecv(p->l.ep, bad[k], bad_pages[k] * pg, NULL, peer_addr(p), 0x80 + k * 16, 0, &bctx[k]));
+		CHECK(fi_trecv(p->l.ep, bad[k], bad_pages[k] * pg, NULL, peer_addr(p),
+			       0x80 + k * 16, 0, &bctx[k]));
 		for (int g = 0; g < NGOOD; g++) {
 			good[k][g] = xmalloc(good_len[g]);
-			CHECK(fi_trecv(p->l.ep, good[k][g], good_len[g], NULL, peer_addr(p), 0x81 + k * 16 + (uint64_t)g,
-				       0, &gctx[k][g]));
+			CHECK(fi_trecv(p->l.ep, good[k][g], good_len[g], NULL, peer_addr(p),
+				       0x81 + k * 16 + (uint64_t)g, 0, &gctx[k][g]));
 		}
 	}
 	barrier(p);
@@ -459,11 +477,13 @@ static void bad_buffer_b(struct peer *p, void *arg)
 		g_cq_print_errors = 0;
 		int r = wait_cq(p->l.cq, &e, NULL, &err, WAIT_MS);
 		g_cq_print_errors = 1;
-		EXPECT(r != -FI_ETIMEDOUT, "%d messages sent after a short-buffer send never arrived", left);
+		EXPECT(r != -FI_ETIMEDOUT,
+		       "%d messages sent after a short-buffer send never arrived", left);
 		void *c = r == 0 ? e.op_context : err.op_context;
 		size_t k = c == &bctx[0] ? 0 : c == &bctx[1] ? 1 : NBAD;
 		if (k < NBAD) {
-			EXPECT(r != 0, "the receive of a short-buffer send succeeded (%zu bytes)", e.len);
+			EXPECT(r != 0, "the receive of a short-buffer send succeeded (%zu bytes)",
+			       e.len);
 			note("short-buffer receive: error completion %d (%s)", r, fi_strerror(-r));
 			done[k] = 1;
 			continue;
@@ -473,9 +493,12 @@ static void bad_buffer_b(struct peer *p, void *arg)
 		for (size_t kk = 0; kk < NBAD; kk++)
 			for (int g = 0; g < NGOOD; g++)
 				if (c == &gctx[kk][g]) {
-					EXPECT(e.len == good_len[g] && e.tag == 0x81 + kk * 16 + (uint64_t)g,
-					       "message %zu/%d: len %zu tag %#lx", kk, g, e.len, (unsigned long)e.tag);
-					EXPECT_PATTERN(good[kk][g], good_len[g], 0x900 + kk * 16 + (uint64_t)g);
+					EXPECT(e.len == good_len[g] &&
+						       e.tag == 0x81 + kk * 16 + (uint64_t)g,
+					       "message %zu/%d: len %zu tag %#lx", kk, g, e.len,
+					       (unsigned long)e.tag);
+					EXPECT_PATTERN(good[kk][g], good_len[g],
+						       0x900 + kk * 16 + (uint64_t)g);
 					found = 1;
 				}
 		EXPECT(found, "completion for an unknown context");

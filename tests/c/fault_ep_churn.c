@@ -18,7 +18,7 @@
 #include <pthread.h>
 #include "common.h"
 
-#define CYCLES 2000
+#define CYCLES	 2000
 #define CHURN_MS 2500
 
 static struct fid_cq *g_cq;

@@ -68,7 +68,8 @@ int main(int argc, char **argv)
 		int left = regions_of(c);
 		printf("%s: %d regions left\n", how ? "return from main" : "exit()", left);
 		if (left) {
-			printf("FAIL: the process exited without fi_close and left %d regions in /dev/shm\n",
+			printf("FAIL: the process exited without fi_close and left %d regions in "
+			       "/dev/shm\n",
 			       left);
 			failed = 1;
 		}

@@ -24,9 +24,9 @@ extern void *__libc_malloc(size_t n);
 extern void *__libc_calloc(size_t n, size_t size);
 extern void *__libc_realloc(void *p, size_t n);
 
-static __thread long fail_in;	  /* allocations until the failing one; 0: off */
-static __thread int fail_sticky;  /* keep failing after the first */
-static __thread long fail_count;  /* allocations refused since armed */
+static __thread long fail_in;	 /* allocations until the failing one; 0: off */
+static __thread int fail_sticky; /* keep failing after the first */
+static __thread long fail_count; /* allocations refused since armed */
 
 static int refuse(void)
 {
@@ -43,11 +43,20 @@ static int refuse(void)
 	return 1;
 }
 
-void *malloc(size_t n) { return refuse() ? NULL : __libc_malloc(n); }
-void *calloc(size_t n, size_t size) { return refuse() ? NULL : __libc_calloc(n, size); }
-void *realloc(void *p, size_t n) { return refuse() ? NULL : __libc_realloc(p, n); }
+void *malloc(size_t n)
+{
+	return refuse() ? NULL : __libc_malloc(n);
+}
+void *calloc(size_t n, size_t size)
+{
+	return refuse() ? NULL : __libc_calloc(n, size);
+}
+void *realloc(void *p, size_t n)
+{
+	return refuse() ? NULL : __libc_realloc(p, n);
+}
 
-#define SLOT 4096
+#define SLOT  4096
 #define MAX_N 200
 
 /* One pass: fail allocation N of a registration, for every N. */
@@ -67,11 +76,13 @@ static void pass(struct lnx *l, char *buf, int sticky, uint64_t key_base)
 		fail_count = 0;
 		/* Remotely accessible with a requested key: a key lost to a
 		 * failed registration would show as -FI_ENOKEY below. */
-		int r = fi_mr_reg(l->domain, p, SLOT, FI_SEND | FI_RECV | FI_REMOTE_READ, 0, key, 0, &mr, NULL);
+		int r = fi_mr_reg(l->domain, p, SLOT, FI_SEND | FI_RECV | FI_REMOTE_READ, 0, key, 0,
+				  &mr, NULL);
 		fail_in = 0;
 		long refused = fail_count;
 		if (r == 0) {
-			EXPECT(mr != NULL && fi_mr_key(mr) == key, "registration %ld: MR %p key %llu", n, (void *)mr,
+			EXPECT(mr != NULL && fi_mr_key(mr) == key,
+			       "registration %ld: MR %p key %llu", n, (void *)mr,
 			       mr ? (unsigned long long)fi_mr_key(mr) : 0ULL);
 			kept[nkept++] = mr;
 			if (!refused)
@@ -79,27 +90,30 @@ static void pass(struct lnx *l, char *buf, int sticky, uint64_t key_base)
 			continue;
 		}
 		EXPECT(r < 0, "fi_mr_reg returned %d", r);
-		EXPECT(refused > 0, "fi_mr_reg failed (%d, %s) with no allocation refused", r, fi_strerror(-r));
+		EXPECT(refused > 0, "fi_mr_reg failed (%d, %s) with no allocation refused", r,
+		       fi_strerror(-r));
 		if (r == -FI_ENOMEM)
 			enomem++;
 		else
 			other++;
 		/* Nothing left behind: the same range and key register now. */
-		r = fi_mr_reg(l->domain, p, SLOT, FI_SEND | FI_RECV | FI_REMOTE_READ, 0, key, 0, &mr, NULL);
-		EXPECT(r == 0, "registration %ld after a refused allocation: %d (%s)", n, r, fi_strerror(-r));
+		r = fi_mr_reg(l->domain, p, SLOT, FI_SEND | FI_RECV | FI_REMOTE_READ, 0, key, 0,
+			      &mr, NULL);
+		EXPECT(r == 0, "registration %ld after a refused allocation: %d (%s)", n, r,
+		       fi_strerror(-r));
 		kept[nkept++] = mr;
 	}
 	EXPECT(n < MAX_N, "a registration still allocated at N = %d", MAX_N);
-	note("%s failure: a registration makes %ld allocations; %d refusals gave -FI_ENOMEM, %d another error, "
-	     "%d succeeded anyway",
+	note("%s failure: a registration makes %ld allocations; %d refusals gave -FI_ENOMEM, %d "
+	     "another error, %d succeeded anyway",
 	     sticky ? "persistent" : "single", n - 1, enomem, other, nkept - enomem - other - 1);
 	for (int i = 0; i < nkept; i++)
 		CHECK(fi_close(&kept[i]->fid));
 }
 
 /* Sends SLOT bytes from an MR of a's to b and checks them. */
-static void exchange(struct lnx *a, struct lnx *b, fi_addr_t to_a, fi_addr_t to_b, char *buf, char *rbuf,
-		     uint64_t seed)
+static void exchange(struct lnx *a, struct lnx *b, fi_addr_t to_a, fi_addr_t to_b, char *buf,
+		     char *rbuf, uint64_t seed)
 {
 	struct fid_mr *mr;
 	fill_pattern(buf, SLOT, seed);
@@ -116,11 +130,13 @@ static void exchange(struct lnx *a, struct lnx *b, fi_addr_t to_a, fi_addr_t to_
 			sent = e.op_context == &sctx;
 		if (fi_cq_read(b->cq, &e, 1) == 1) {
 			EXPECT(e.op_context == &rctx && e.tag == seed && e.len == SLOT,
-			       "receive completion tag %llu len %zu", (unsigned long long)e.tag, e.len);
+			       "receive completion tag %llu len %zu", (unsigned long long)e.tag,
+			       e.len);
 			got = 1;
 		}
 	}
-	EXPECT(got && sent, "message %llu: sent %d received %d", (unsigned long long)seed, sent, got);
+	EXPECT(got && sent, "message %llu: sent %d received %d", (unsigned long long)seed, sent,
+	       got);
 	EXPECT_PATTERN(rbuf, SLOT, seed);
 	CHECK(fi_close(&mr->fid));
 }
@@ -129,7 +145,8 @@ int main(void)
 {
 	snprintf(g_role, sizeof(g_role), "fault_mr_oom");
 	struct lnx a, b;
-	struct lnx_opts o = { .links = LINK_TCP, .mr_mode = FI_MR_ALLOCATED }; /* keys as requested */
+	struct lnx_opts o = { .links = LINK_TCP,
+			      .mr_mode = FI_MR_ALLOCATED }; /* keys as requested */
 	lnx_open(&a, &o);
 	lnx_open(&b, &o);
 	fi_addr_t to_b, to_a;

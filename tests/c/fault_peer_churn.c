@@ -18,9 +18,9 @@
 #include <unistd.h>
 #include "common.h"
 
-#define BIG (1u << 20)
+#define BIG	 (1u << 20)
 #define FD_LIMIT 40
-#define WARMUP 10
+#define WARMUP	 10
 
 static void xwrite(int fd, const void *b, size_t n)
 {
@@ -97,7 +97,8 @@ static void server(int sock, const struct lnx_opts *o, int clients)
 		if (c == WARMUP - 1) {
 			base_fds = count_fds();
 			base_maps = shm_mappings();
-			note("after %d clients: %d fds, %d shm mappings", WARMUP, base_fds, base_maps);
+			note("after %d clients: %d fds, %d shm mappings", WARMUP, base_fds,
+			     base_maps);
 		}
 	}
 	int fds = count_fds(), maps = shm_mappings();
@@ -137,8 +138,8 @@ static void client(int sock, const struct lnx_opts *o, int c, const uint8_t *sna
 		if (e.op_context == &sctx)
 			got_s = 1;
 		else if (e.op_context == &rctx) {
-			EXPECT(e.len == BIG && e.tag == (uint64_t)c, "reply len %zu tag %llu", e.len,
-			       (unsigned long long)e.tag);
+			EXPECT(e.len == BIG && e.tag == (uint64_t)c, "reply len %zu tag %llu",
+			       e.len, (unsigned long long)e.tag);
 			got_r = 1;
 		}
 	}
@@ -202,6 +203,7 @@ int main(int argc, char **argv)
 		printf("server failed\n");
 		failed = 1;
 	}
-	printf("%s: %s (%d clients, links %s)\n", argv[0], failed ? "FAILED" : "ok", clients, o.links);
+	printf("%s: %s (%d clients, links %s)\n", argv[0], failed ? "FAILED" : "ok", clients,
+	       o.links);
 	return failed;
 }

@@ -126,7 +126,8 @@ static pid_t spawn(struct lnx *l, enum role role, fi_addr_t *addr, int *rfd_out)
 		snprintf(r, sizeof(r), "%d", role);
 		snprintf(in, sizeof(in), "%d", down[0]);
 		snprintf(out, sizeof(out), "%d", up[1]);
-		execl("/proc/self/exe", "fault_peer_death", "peer", r, in, out, g_mode, (char *)NULL);
+		execl("/proc/self/exe", "fault_peer_death", "peer", r, in, out, g_mode,
+		      (char *)NULL);
 		_exit(127);
 	}
 	close(up[1]);
@@ -195,8 +196,8 @@ static void expect_error_entry(struct lnx *l, void *ctx, const char *what)
 
 /* A peer in role (one that sends us tag) is killed after its send reached
  * us; our receive of it into buf must then fail. */
-static void recv_from_killed_sender(struct lnx *l, enum role role, void *buf, size_t n, uint64_t tag,
-				    const char *what)
+static void recv_from_killed_sender(struct lnx *l, enum role role, void *buf, size_t n,
+				    uint64_t tag, const char *what)
 {
 	fi_addr_t addr;
 	int rfd;
@@ -214,7 +215,8 @@ static void recv_from_killed_sender(struct lnx *l, enum role role, void *buf, si
 
 /* We send buf to a peer that never receives; it is killed, and our send
  * (which cannot have completed: the peer took nothing) must fail. */
-static void send_to_killed_receiver(struct lnx *l, void *buf, size_t n, uint64_t tag, const char *what)
+static void send_to_killed_receiver(struct lnx *l, void *buf, size_t n, uint64_t tag,
+				    const char *what)
 {
 	fi_addr_t addr;
 	int rfd;
@@ -265,7 +267,8 @@ static void ring_full(struct lnx *l)
 		}
 		break;
 	}
-	EXPECT(r < 0 && r != -FI_EAGAIN, "injects to a killed peer never failed (%d sent, last %lld)", sent, r);
+	EXPECT(r < 0 && r != -FI_EAGAIN,
+	       "injects to a killed peer never failed (%d sent, last %lld)", sent, r);
 	note("ring_full: %d injects accepted, then %lld (%s)", sent, r, fi_strerror((int)-r));
 	/* Drain any error entries the failed peer produced. */
 	progress_for(l->cq, 10);

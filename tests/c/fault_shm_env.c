@@ -40,7 +40,7 @@
 #include <unistd.h>
 #include "common.h"
 
-#define BIG (1u << 20)
+#define BIG  (1u << 20)
 #define SKIP 77
 
 /* Mounts a private tmpfs of the given size on /dev/shm in a new mount
@@ -208,7 +208,8 @@ static void full_shm_a(struct peer *p, void *arg)
 	for (int i = 0; i < 64; i++) {
 		struct fi_context2 ctx;
 		fill_pattern(buf, sizeof(buf), 900 + i);
-		POST(p->l.cq, fi_tsend(p->l.ep, buf, sizeof(buf), NULL, peer_addr(p), 0x900 + i, &ctx));
+		POST(p->l.cq,
+		     fi_tsend(p->l.ep, buf, sizeof(buf), NULL, peer_addr(p), 0x900 + i, &ctx));
 		wait_ok(p->l.cq, NULL, NULL, "eager send");
 	}
 	barrier(p);
@@ -300,7 +301,8 @@ static void pidns_cleanup_b(struct peer *p, void *arg)
 	EXPECT(getpid() > 100, "B is pid %d", (int)getpid());
 	EXPECT(my_regions() == 1, "B has %d regions before A's cleanup", my_regions());
 	oob_recv(p, other(p), &c, 1);
-	EXPECT(my_regions() == 1, "B's live region was removed by a process of another PID namespace");
+	EXPECT(my_regions() == 1,
+	       "B's live region was removed by a process of another PID namespace");
 	barrier(p);
 }
 
@@ -351,7 +353,8 @@ static int pidns_stale(void)
 		snprintf(g_role, sizeof(g_role), "stale Y");
 		lnx_open(&l, &o);
 		EXPECT(count_regions("lnx-1-") == 0,
-		       "the region of a dead process that was pid 1 in its namespace is still there");
+		       "the region of a dead process that was pid 1 in its namespace "
+		       "is still there");
 		lnx_close(&l);
 		_exit(0);
 	}

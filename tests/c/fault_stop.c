@@ -42,8 +42,14 @@ static void pump(void)
 	}
 }
 
-static size_t size_of(int i) { return sizes[(size_t)i % NSIZES]; }
-static uint64_t seed_of(int rank, int i) { return (uint64_t)rank * 1000 + (uint64_t)i + 1; }
+static size_t size_of(int i)
+{
+	return sizes[(size_t)i % NSIZES];
+}
+static uint64_t seed_of(int rank, int i)
+{
+	return (uint64_t)rank * 1000 + (uint64_t)i + 1;
+}
 
 static void role(struct peer *p, void *arg)
 {
@@ -59,8 +65,8 @@ static void role(struct peer *p, void *arg)
 		rbuf[i] = xmalloc(size_of(i) + 1);
 		fill_pattern(sbuf[i], size_of(i), seed_of(p->rank, i));
 		memset(rbuf[i], 0xee, size_of(i) + 1);
-		CHECK(fi_trecv(p->l.ep, rbuf[i], size_of(i), NULL, peer_addr(p), 0x5000 + (uint64_t)i, 0,
-			       &rctx[i]));
+		CHECK(fi_trecv(p->l.ep, rbuf[i], size_of(i), NULL, peer_addr(p),
+			       0x5000 + (uint64_t)i, 0, &rctx[i]));
 	}
 	barrier(p); /* every receive is posted on both sides */
 
@@ -68,22 +74,26 @@ static void role(struct peer *p, void *arg)
 	if (stop_at[p->rank] < 0) {
 		CHECK(kill(g_other, SIGSTOP));
 		g_cont_at = now_ms() + STOP_MS;
-		note("peer (pid %d) stopped before the first send, for %d ms", (int)g_other, STOP_MS);
+		note("peer (pid %d) stopped before the first send, for %d ms", (int)g_other,
+		     STOP_MS);
 	}
 	for (int i = 0; i < N; i++) {
 		ssize_t r;
-		while ((r = fi_tsend(p->l.ep, sbuf[i], size_of(i), NULL, peer_addr(p), 0x5000 + (uint64_t)i,
-				     &sctx[i])) == -FI_EAGAIN) {
+		while ((r = fi_tsend(p->l.ep, sbuf[i], size_of(i), NULL, peer_addr(p),
+				     0x5000 + (uint64_t)i, &sctx[i])) == -FI_EAGAIN) {
 			pump();
 			EXPECT(cq_progress(p->l.cq) >= 0, "progress failed");
-			EXPECT(now_ms() < deadline, "send %d (%zu bytes) refused with -FI_EAGAIN until the deadline",
-			       i, size_of(i));
+			EXPECT(now_ms() < deadline,
+			       "send %d (%zu bytes) refused with -FI_EAGAIN until the deadline", i,
+			       size_of(i));
 		}
-		EXPECT(r == 0, "send %d (%zu bytes) -> %zd (%s)", i, size_of(i), r, fi_strerror((int)-r));
+		EXPECT(r == 0, "send %d (%zu bytes) -> %zd (%s)", i, size_of(i), r,
+		       fi_strerror((int)-r));
 		if (i == stop_at[p->rank]) {
 			CHECK(kill(g_other, SIGSTOP));
 			g_cont_at = now_ms() + STOP_MS;
-			note("peer (pid %d) stopped after send %d, for %d ms", (int)g_other, i, STOP_MS);
+			note("peer (pid %d) stopped after send %d, for %d ms", (int)g_other, i,
+			     STOP_MS);
 		}
 		pump();
 	}
@@ -111,14 +121,18 @@ static void role(struct peer *p, void *arg)
 			EXPECT(!sdone[i], "send %d completed twice", i);
 			sdone[i] = 1;
 		} else {
-			EXPECT(c >= rctx && c < rctx + N, "completion for an unknown context %p", (void *)c);
+			EXPECT(c >= rctx && c < rctx + N, "completion for an unknown context %p",
+			       (void *)c);
 			int i = (int)(c - rctx);
 			EXPECT(!rdone[i], "receive %d completed twice", i);
 			rdone[i] = 1;
-			EXPECT(e.len == size_of(i), "receive %d: len %zu, want %zu", i, e.len, size_of(i));
-			EXPECT(e.tag == 0x5000 + (uint64_t)i, "receive %d: tag %#lx", i, (unsigned long)e.tag);
+			EXPECT(e.len == size_of(i), "receive %d: len %zu, want %zu", i, e.len,
+			       size_of(i));
+			EXPECT(e.tag == 0x5000 + (uint64_t)i, "receive %d: tag %#lx", i,
+			       (unsigned long)e.tag);
 			EXPECT_PATTERN(rbuf[i], size_of(i), seed_of(other(p), i));
-			EXPECT(rbuf[i][size_of(i)] == 0xee, "receive %d: written past its length", i);
+			EXPECT(rbuf[i][size_of(i)] == 0xee, "receive %d: written past its length",
+			       i);
 		}
 		left--;
 	}

@@ -22,7 +22,8 @@ static void check_lnx_entry(const struct fi_info *i)
 	EXPECT(i->fabric_attr && i->domain_attr && i->ep_attr && i->tx_attr && i->rx_attr,
 	       "attribute structs present");
 	const char *pn = i->fabric_attr->prov_name;
-	EXPECT(!strcmp(pn, "lnx") || (lnx_linked_names() && has_linked_name(i)), "prov_name %s", pn);
+	EXPECT(!strcmp(pn, "lnx") || (lnx_linked_names() && has_linked_name(i)), "prov_name %s",
+	       pn);
 	EXPECT(i->fabric_attr->name && !strcmp(i->fabric_attr->name, "lnx"), "fabric name %s",
 	       i->fabric_attr->name ? i->fabric_attr->name : "(null)");
 	EXPECT(i->domain_attr->name && i->domain_attr->name[0], "domain name set");
@@ -32,7 +33,8 @@ static void check_lnx_entry(const struct fi_info *i)
 	EXPECT(i->addr_format == FI_FORMAT_UNSPEC, "addr_format %u", i->addr_format);
 	/* Asked for or not, rma_iov_limit is what one-sided calls take. */
 	if (i->caps & FI_RMA)
-		EXPECT(i->tx_attr->rma_iov_limit == 1, "rma_iov_limit %zu", i->tx_attr->rma_iov_limit);
+		EXPECT(i->tx_attr->rma_iov_limit == 1, "rma_iov_limit %zu",
+		       i->tx_attr->rma_iov_limit);
 	EXPECT(i->tx_attr->inject_size > 0, "inject_size %zu", i->tx_attr->inject_size);
 	EXPECT(i->ep_attr->max_msg_size > 0, "max_msg_size");
 	EXPECT(i->tx_attr->iov_limit >= 1 && i->rx_attr->iov_limit >= 1, "iov_limit %zu/%zu",
@@ -47,13 +49,17 @@ static void check_lnx_entry(const struct fi_info *i)
 static void check_one_sided(struct fi_info *i)
 {
 	char buf[512];
-	const uint64_t one_sided = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+	const uint64_t one_sided =
+		FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 	EXPECT((i->caps & one_sided) == one_sided, "one-sided caps %s",
 	       fi_tostr_r(buf, sizeof(buf), &i->caps, FI_TYPE_CAPS));
 	EXPECT(i->tx_attr->rma_iov_limit == 1, "rma_iov_limit %zu", i->tx_attr->rma_iov_limit);
-	const uint64_t tx = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE, rx = FI_REMOTE_READ | FI_REMOTE_WRITE;
-	EXPECT((i->tx_attr->caps & tx) == tx, "tx caps %s", fi_tostr_r(buf, sizeof(buf), &i->tx_attr->caps, FI_TYPE_CAPS));
-	EXPECT((i->rx_attr->caps & rx) == rx, "rx caps %s", fi_tostr_r(buf, sizeof(buf), &i->rx_attr->caps, FI_TYPE_CAPS));
+	const uint64_t tx = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE,
+		       rx = FI_REMOTE_READ | FI_REMOTE_WRITE;
+	EXPECT((i->tx_attr->caps & tx) == tx, "tx caps %s",
+	       fi_tostr_r(buf, sizeof(buf), &i->tx_attr->caps, FI_TYPE_CAPS));
+	EXPECT((i->rx_attr->caps & rx) == rx, "rx caps %s",
+	       fi_tostr_r(buf, sizeof(buf), &i->rx_attr->caps, FI_TYPE_CAPS));
 }
 
 static void test_one_sided_hints(void)
@@ -200,8 +206,8 @@ static void test_domain_hint(void)
 		struct fi_info *dup = fi_dupinfo(i);
 		ASSERT(dup);
 		CHECK(lnx_getinfo(dup, &again));
-		EXPECT(info_count(again) == 1 && !strcmp(again->domain_attr->name,
-							  i->domain_attr->name),
+		EXPECT(info_count(again) == 1 &&
+			       !strcmp(again->domain_attr->name, i->domain_attr->name),
 		       "round trip of %s", i->domain_attr->name);
 		fi_freeinfo(again);
 		fi_freeinfo(dup);
@@ -235,9 +241,9 @@ static void test_shm_only(void)
 
 /* Bits that libfabric 2.0 gave new meanings (rdma/fabric.h of 2.x); the
  * 1.17 headers name them otherwise. */
-#define API2_TAGGED_DIRECTED_RECV (1ULL << 45)
-#define API2_TAGGED_MULTI_RECV (1ULL << 46)
-#define API2_EXACT_DIRECTED_RECV (1ULL << 48)
+#define API2_TAGGED_DIRECTED_RECV     (1ULL << 45)
+#define API2_TAGGED_MULTI_RECV	      (1ULL << 46)
+#define API2_EXACT_DIRECTED_RECV      (1ULL << 48)
 #define API2_PROGRESS_CONTROL_UNIFIED 3
 
 /* 7. What the caps and progress bits mean follows the API version asked
@@ -265,8 +271,9 @@ static void test_api_semantics(void)
 	set_links(LINK_SHM);
 	int v2 = FI_VERSION_GE(TEST_FI_VERSION, FI_VERSION(2, 0));
 	int want = v2 ? 0 : -FI_ENODATA;
-	EXPECT(try_hints(API2_TAGGED_DIRECTED_RECV, 0) == want, "FI_TAGGED_DIRECTED_RECV bit under API %u.%u",
-	       FI_MAJOR(TEST_FI_VERSION), FI_MINOR(TEST_FI_VERSION));
+	EXPECT(try_hints(API2_TAGGED_DIRECTED_RECV, 0) == want,
+	       "FI_TAGGED_DIRECTED_RECV bit under API %u.%u", FI_MAJOR(TEST_FI_VERSION),
+	       FI_MINOR(TEST_FI_VERSION));
 	EXPECT(try_hints(API2_EXACT_DIRECTED_RECV, 0) == want, "FI_EXACT_DIRECTED_RECV bit");
 	EXPECT(try_hints(0, API2_PROGRESS_CONTROL_UNIFIED) == want, "FI_PROGRESS_CONTROL_UNIFIED");
 	EXPECT(try_hints(API2_TAGGED_MULTI_RECV, 0) == -FI_ENODATA, "FI_TAGGED_MULTI_RECV granted");
@@ -278,8 +285,10 @@ static void test_api_semantics(void)
 	CHECK(lnx_getinfo(h, &info));
 	fi_freeinfo(h);
 	EXPECT(!!(info->caps & API2_TAGGED_DIRECTED_RECV) == v2, "caps %#llx under API %u.%u",
-	       (unsigned long long)info->caps, FI_MAJOR(TEST_FI_VERSION), FI_MINOR(TEST_FI_VERSION));
-	EXPECT(info->fabric_attr->api_version == TEST_FI_VERSION, "api_version %#x", info->fabric_attr->api_version);
+	       (unsigned long long)info->caps, FI_MAJOR(TEST_FI_VERSION),
+	       FI_MINOR(TEST_FI_VERSION));
+	EXPECT(info->fabric_attr->api_version == TEST_FI_VERSION, "api_version %#x",
+	       info->fabric_attr->api_version);
 	fi_freeinfo(info);
 	note("API %u.%u semantics: ok", FI_MAJOR(TEST_FI_VERSION), FI_MINOR(TEST_FI_VERSION));
 }

@@ -32,8 +32,8 @@ static int failures;
 
 /* Runs fi_getinfo with stderr redirected to a temp file; returns the public
  * return code and the code lnx logged (1 if none was logged). */
-static int getinfo_capture(struct fi_info *hints, struct fi_info **info, int *prov_ret,
-			   char *log, size_t loglen)
+static int getinfo_capture(struct fi_info *hints, struct fi_info **info, int *prov_ret, char *log,
+			   size_t loglen)
 {
 	FILE *tmp = tmpfile();
 	int saved, ret;
@@ -76,7 +76,8 @@ static void expect_refusal(const char *what, struct fi_info *hints, int want)
 	int ok = 1;
 
 	if (ret == 0) {
-		printf("FAIL %s: fi_getinfo succeeded (%d entries, first domain %s), want %d (%s)\n",
+		printf("FAIL %s: fi_getinfo succeeded (%d entries, first domain %s), "
+		       "want %d (%s)\n",
 		       what, info_count(info), info ? info->domain_attr->name : "-", want,
 		       fi_strerror(-want));
 		ok = 0;
@@ -88,7 +89,8 @@ static void expect_refusal(const char *what, struct fi_info *hints, int want)
 		/* The public code is libfabric's; look at what lnx said. */
 		if (prov == 1) {
 			printf("FAIL %s: fi_getinfo -> -FI_ENODATA and no 'provider lnx returned' "
-			       "log line (is FI_LOG_LEVEL=warn set?)\n", what);
+			       "log line (is FI_LOG_LEVEL=warn set?)\n",
+			       what);
 			ok = 0;
 		} else if (prov != want) {
 			printf("FAIL %s: lnx getinfo returned %d (%s), want %d (%s)\n", what, prov,
@@ -135,7 +137,8 @@ static void links_case(const char *links, int want)
 	struct fi_info *h = lnx_hints();
 	char shown[64];
 	size_t k = 0;
-	for (const unsigned char *c = (const unsigned char *)links; *c && k + 5 < sizeof(shown); c++)
+	for (const unsigned char *c = (const unsigned char *)links; *c && k + 5 < sizeof(shown);
+	     c++)
 		k += (size_t)snprintf(shown + k, sizeof(shown) - k,
 				      *c >= 0x20 && *c < 0x7f ? "%c" : "\\x%02x", *c);
 	shown[k] = 0;
@@ -155,7 +158,8 @@ static void links_ok(const char *links, int nentries, const char *first)
 	int ret = getinfo_capture(h, &info, &prov, log, sizeof(log));
 	if (ret || info_count(info) != nentries ||
 	    (first && strcmp(info->domain_attr->name, first))) {
-		printf("FAIL links %s%s%s: fi_getinfo -> %d (%s), %d entries (want %d), first %s (want %s)\n",
+		printf("FAIL links %s%s%s: fi_getinfo -> %d (%s), %d entries (want %d), first %s "
+		       "(want %s)\n",
 		       links ? "\"" : "", links ? links : "unset", links ? "\"" : "", ret,
 		       fi_strerror(-ret), info_count(info), nentries,
 		       info ? info->domain_attr->name : "-", first ? first : "any");
@@ -169,27 +173,79 @@ static void links_ok(const char *links, int nentries, const char *first)
 }
 
 typedef void (*hint_fn)(struct fi_info *h);
-static void h_collective(struct fi_info *h) { h->caps |= FI_COLLECTIVE; }
-static void h_rma_iov(struct fi_info *h) { h->caps |= FI_RMA; h->tx_attr->rma_iov_limit = 2; }
-static void h_ep_msg(struct fi_info *h) { h->ep_attr->type = FI_EP_MSG; }
-static void h_ep_dgram(struct fi_info *h) { h->ep_attr->type = FI_EP_DGRAM; }
-static void h_sockaddr(struct fi_info *h) { h->addr_format = FI_SOCKADDR_IN; }
-static void h_inject(struct fi_info *h) { h->tx_attr->inject_size = (size_t)1 << 30; }
-static void h_domain(struct fi_info *h) { h->domain_attr->name = strdup("nosuchdomain"); }
-static void h_fabric(struct fi_info *h) { h->fabric_attr->name = strdup("bogus"); }
-static void h_iov(struct fi_info *h) { h->tx_attr->iov_limit = 1 << 20; }
-static void h_cqdata(struct fi_info *h) { h->domain_attr->cq_data_size = 64; }
-static void h_msgsize(struct fi_info *h) { h->ep_attr->max_msg_size = SIZE_MAX; }
-static void h_rxctx(struct fi_info *h) { h->ep_attr->rx_ctx_cnt = 16; }
+static void h_collective(struct fi_info *h)
+{
+	h->caps |= FI_COLLECTIVE;
+}
+static void h_rma_iov(struct fi_info *h)
+{
+	h->caps |= FI_RMA;
+	h->tx_attr->rma_iov_limit = 2;
+}
+static void h_ep_msg(struct fi_info *h)
+{
+	h->ep_attr->type = FI_EP_MSG;
+}
+static void h_ep_dgram(struct fi_info *h)
+{
+	h->ep_attr->type = FI_EP_DGRAM;
+}
+static void h_sockaddr(struct fi_info *h)
+{
+	h->addr_format = FI_SOCKADDR_IN;
+}
+static void h_inject(struct fi_info *h)
+{
+	h->tx_attr->inject_size = (size_t)1 << 30;
+}
+static void h_domain(struct fi_info *h)
+{
+	h->domain_attr->name = strdup("nosuchdomain");
+}
+static void h_fabric(struct fi_info *h)
+{
+	h->fabric_attr->name = strdup("bogus");
+}
+static void h_iov(struct fi_info *h)
+{
+	h->tx_attr->iov_limit = 1 << 20;
+}
+static void h_cqdata(struct fi_info *h)
+{
+	h->domain_attr->cq_data_size = 64;
+}
+static void h_msgsize(struct fi_info *h)
+{
+	h->ep_attr->max_msg_size = SIZE_MAX;
+}
+static void h_rxctx(struct fi_info *h)
+{
+	h->ep_attr->rx_ctx_cnt = 16;
+}
 
 /* Nonsense hints: libfabric's own providers answer -FI_ENODATA or
  * -FI_EINVAL; so must lnx (and it must not crash or accept them). */
 static uint8_t junk[4096];
-static void n_threading(struct fi_info *h) { h->domain_attr->threading = (enum fi_threading)99; }
-static void n_av_type(struct fi_info *h) { h->domain_attr->av_type = (enum fi_av_type)55; }
-static void n_rm(struct fi_info *h) { h->domain_attr->resource_mgmt = (enum fi_resource_mgmt)77; }
-static void n_tx_opflags(struct fi_info *h) { h->tx_attr->op_flags = ~0ULL; }
-static void n_rx_opflags(struct fi_info *h) { h->rx_attr->op_flags = ~0ULL; }
+static void n_threading(struct fi_info *h)
+{
+	h->domain_attr->threading = (enum fi_threading)99;
+}
+static void n_av_type(struct fi_info *h)
+{
+	h->domain_attr->av_type = (enum fi_av_type)55;
+}
+static void n_rm(struct fi_info *h)
+{
+	h->domain_attr->resource_mgmt = (enum fi_resource_mgmt)77;
+}
+static void n_tx_opflags(struct fi_info *h)
+{
+	h->tx_attr->op_flags = ~0ULL;
+}
+static void n_rx_opflags(struct fi_info *h)
+{
+	h->rx_attr->op_flags = ~0ULL;
+}
 static void *dupjunk(size_t n)
 {
 	void *p = xmalloc(n);
@@ -233,7 +289,10 @@ static void n_dest_long(struct fi_info *h)
 	h->dest_addr = dupjunk(sizeof(junk));
 	h->dest_addrlen = sizeof(junk);
 }
-static void n_dest_len_only(struct fi_info *h) { h->dest_addrlen = 1ULL << 40; }
+static void n_dest_len_only(struct fi_info *h)
+{
+	h->dest_addrlen = 1ULL << 40;
+}
 static void n_dest_str(struct fi_info *h)
 {
 	h->addr_format = FI_ADDR_STR;
@@ -254,8 +313,8 @@ static void nonsense_case(const char *what, const char *links, hint_fn fn)
 	int code = prov == 1 ? ret : prov;
 	if (ret == 0 || (ret != -FI_ENODATA && ret != -FI_EINVAL) ||
 	    (code != -FI_ENODATA && code != -FI_EINVAL)) {
-		printf("FAIL %s: fi_getinfo -> %d (%s), lnx %d, want -FI_ENODATA or -FI_EINVAL\n", w,
-		       ret, fi_strerror(-ret), prov == 1 ? 0 : prov);
+		printf("FAIL %s: fi_getinfo -> %d (%s), lnx %d, want -FI_ENODATA or -FI_EINVAL\n",
+		       w, ret, fi_strerror(-ret), prov == 1 ? 0 : prov);
 		if (log[0])
 			printf("  log:\n%s", log);
 		failures++;
@@ -293,9 +352,23 @@ int main(void)
 
 	/* Malformed FI_LNX_PROV_LINKS. */
 	static const char *malformed[] = {
-		"shm++tcp", "|", "shm:x", "tcp;", "+", "shm|", "|shm", "shm+", "shm+shm",
-		"tcp:", "tcp;ofi_rxm:lo,", "tcp;ofi_rxm:lo,lo", ";ofi_rxm", "shm tcp",
-		"shm$tcp", "\x01\x02\xff\xfe", "shm+tcp;ofi_rxm:l\xc3\xb6",
+		"shm++tcp",
+		"|",
+		"shm:x",
+		"tcp;",
+		"+",
+		"shm|",
+		"|shm",
+		"shm+",
+		"shm+shm",
+		"tcp:",
+		"tcp;ofi_rxm:lo,",
+		"tcp;ofi_rxm:lo,lo",
+		";ofi_rxm",
+		"shm tcp",
+		"shm$tcp",
+		"\x01\x02\xff\xfe",
+		"shm+tcp;ofi_rxm:l\xc3\xb6",
 	};
 	for (size_t i = 0; i < sizeof(malformed) / sizeof(malformed[0]); i++)
 		links_case(malformed[i], -FI_EINVAL);

@@ -85,8 +85,8 @@ static int nearly;
 
 /* Waits for the completion of the operation with context ctx and checks
  * what a user checks. */
-static void expect_comp(struct ep *e, void *ctx, uint64_t flags, size_t len, uint64_t tag, fi_addr_t src,
-			const char *what)
+static void expect_comp(struct ep *e, void *ctx, uint64_t flags, size_t len, uint64_t tag,
+			fi_addr_t src, const char *what)
 {
 	struct fi_cq_tagged_entry c;
 	fi_addr_t from = FI_ADDR_NOTAVAIL;
@@ -108,7 +108,8 @@ static void expect_comp(struct ep *e, void *ctx, uint64_t flags, size_t len, uin
 		early[nearly++].src = from;
 	}
 	char fb[256];
-	EXPECT((c.flags & flags) == flags, "%s: flags %s", what, flags_str(c.flags, fb, sizeof(fb)));
+	EXPECT((c.flags & flags) == flags, "%s: flags %s", what,
+	       flags_str(c.flags, fb, sizeof(fb)));
 	if (flags & FI_RECV) {
 		EXPECT(c.len == len, "%s: len %zu, want %zu", what, c.len, len);
 		if (flags & FI_TAGGED)
@@ -128,8 +129,8 @@ static void server(const char *port, int ready_fd, int done_fd)
 	set_links(LINK_TCP);
 	CHECK(fi_getinfo(TEST_FI_VERSION, NULL, port, FI_SOURCE, hints, &info));
 	fi_freeinfo(hints);
-	EXPECT(info->src_addr && info->src_addrlen == LNX_ADDRLEN, "src_addr %p len %zu", info->src_addr,
-	       info->src_addrlen);
+	EXPECT(info->src_addr && info->src_addrlen == LNX_ADDRLEN, "src_addr %p len %zu",
+	       info->src_addr, info->src_addrlen);
 	EXPECT(!info->dest_addr, "FI_SOURCE gave a dest_addr");
 
 	struct ep e;
@@ -146,7 +147,8 @@ static void server(const char *port, int ready_fd, int done_fd)
 	uint8_t cname[ADDR_MAX];
 	int ctx_name, ctx_req, ctx_rep, ctx_unt;
 	POST(e.cq, fi_recv(e.ep, cname, sizeof(cname), NULL, FI_ADDR_UNSPEC, &ctx_name));
-	expect_comp(&e, &ctx_name, FI_RECV | FI_MSG, LNX_ADDRLEN, 0, FI_ADDR_NOTAVAIL, "client name");
+	expect_comp(&e, &ctx_name, FI_RECV | FI_MSG, LNX_ADDRLEN, 0, FI_ADDR_NOTAVAIL,
+		    "client name");
 	fi_addr_t caddr = FI_ADDR_NOTAVAIL;
 	CHECK_RC(fi_av_insert(e.av, cname, 1, &caddr, 0, NULL), 1);
 	/* Tell the client it is known (as fabtests' address exchange does):
@@ -187,8 +189,8 @@ static void client(const char *port, int ready_fd, int done_fd)
 
 	CHECK(fi_getinfo(TEST_FI_VERSION, "127.0.0.1", port, 0, hints, &info));
 	fi_freeinfo(hints);
-	EXPECT(info->dest_addr && info->dest_addrlen == LNX_ADDRLEN, "dest_addr %p len %zu", info->dest_addr,
-	       info->dest_addrlen);
+	EXPECT(info->dest_addr && info->dest_addrlen == LNX_ADDRLEN, "dest_addr %p len %zu",
+	       info->dest_addr, info->dest_addrlen);
 
 	struct ep e;
 	ep_open(&e, info);
@@ -231,7 +233,8 @@ static int free_port(void)
 	int s = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t l = sizeof(a);
-	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) || getsockname(s, (struct sockaddr *)&a, &l))
+	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) ||
+	    getsockname(s, (struct sockaddr *)&a, &l))
 		FAIL("no free port");
 	close(s);
 	return ntohs(a.sin_port);

@@ -25,13 +25,13 @@ enum { HOST, DEV };
 /* Sizes around every protocol switch: shm eager (4 KiB), rxm/lnx network
  * eager (16320 B), and large rendezvous. */
 static const size_t sizes[] = { 0, 1, 64, 4096, 4097, 16320, 20000, 1 << 20 };
-#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
-#define TAG(i) (0x5000 + (uint64_t)(i))
+#define NSIZES	(sizeof(sizes) / sizeof(sizes[0]))
+#define TAG(i)	(0x5000 + (uint64_t)(i))
 #define SEED(i) (77 + (uint64_t)(i))
 
 struct side {
-	int kind;	/* HOST or DEV */
-	int desc;	/* register and pass descriptors */
+	int kind; /* HOST or DEV */
+	int desc; /* register and pass descriptors */
 };
 
 struct xfer {
@@ -74,7 +74,8 @@ static void release(int kind, void **buf, struct fid_mr **mr)
 
 static void check_caps(struct peer *p)
 {
-	EXPECT(p->l.info->caps & FI_HMEM, "lnx does not report FI_HMEM with a %s device present", dev_api());
+	EXPECT(p->l.info->caps & FI_HMEM, "lnx does not report FI_HMEM with a %s device present",
+	       dev_api());
 	EXPECT(p->l.info->domain_attr->mr_mode & FI_MR_HMEM, "mr_mode lacks FI_MR_HMEM");
 }
 
@@ -98,14 +99,15 @@ static void sender(struct peer *p, const struct xfer *x)
 		barrier(p); /* receives are posted */
 	for (size_t i = 0; i < NSIZES; i++)
 		POST(p->l.cq, fi_tsend(p->l.ep, buf[i], sizes[i], mr[i] ? fi_mr_desc(mr[i]) : NULL,
-				      peer_addr(p), TAG(i), &ctx[i]));
+				       peer_addr(p), TAG(i), &ctx[i]));
 	if (x->unexpected)
 		barrier(p); /* everything sent before the receiver posts */
 	int done[NSIZES] = { 0 };
 	for (size_t k = 0; k < NSIZES; k++) {
 		struct fi_cq_tagged_entry e;
 		wait_ok(p->l.cq, &e, NULL, "send completion");
-		EXPECT(e.flags & FI_SEND, "send completion flags %#llx", (unsigned long long)e.flags);
+		EXPECT(e.flags & FI_SEND, "send completion flags %#llx",
+		       (unsigned long long)e.flags);
 		size_t i = (struct fi_context2 *)e.op_context - ctx;
 		EXPECT(i < NSIZES && !done[i], "bad or repeated send context");
 		done[i] = 1;
@@ -131,7 +133,7 @@ static void receiver(struct peer *p, const struct xfer *x)
 	}
 	for (size_t i = 0; i < NSIZES; i++)
 		POST(p->l.cq, fi_trecv(p->l.ep, buf[i], sizes[i], mr[i] ? fi_mr_desc(mr[i]) : NULL,
-				      peer_addr(p), TAG(i), 0, &ctx[i]));
+				       peer_addr(p), TAG(i), 0, &ctx[i]));
 	if (!x->unexpected)
 		barrier(p);
 	int done[NSIZES] = { 0 };
@@ -142,7 +144,8 @@ static void receiver(struct peer *p, const struct xfer *x)
 		size_t i = (struct fi_context2 *)e.op_context - ctx;
 		EXPECT(i < NSIZES && !done[i], "bad or repeated receive context");
 		done[i] = 1;
-		EXPECT(e.flags & FI_RECV && e.flags & FI_TAGGED, "flags %#llx", (unsigned long long)e.flags);
+		EXPECT(e.flags & FI_RECV && e.flags & FI_TAGGED, "flags %#llx",
+		       (unsigned long long)e.flags);
 		EXPECT(e.tag == TAG(i), "tag %#llx, want %#llx", (unsigned long long)e.tag,
 		       (unsigned long long)TAG(i));
 		EXPECT(e.len == sizes[i], "len %zu, want %zu", e.len, sizes[i]);
@@ -157,15 +160,22 @@ static void receiver(struct peer *p, const struct xfer *x)
 	const char *ipc = getenv("LNX_TEST_EXPECT_IPC");
 	if (ipc && x->send.kind == DEV) {
 		long maps = dev_ipc_maps();
-		EXPECT(atoi(ipc) ? maps > 0 : maps == 0, "%ld IPC mappings open, LNX_TEST_EXPECT_IPC=%s", maps, ipc);
+		EXPECT(atoi(ipc) ? maps > 0 : maps == 0,
+		       "%ld IPC mappings open, LNX_TEST_EXPECT_IPC=%s", maps, ipc);
 	}
 	release(x->recv.kind, buf, mr);
 }
 
-#define XFER(name, sk, sd, rk, rd, unexp)                                       \
-	static const struct xfer x_##name = { { sk, sd }, { rk, rd }, unexp };  \
-	static void a_##name(struct peer *p, void *arg) { sender(p, &x_##name); } \
-	static void b_##name(struct peer *p, void *arg) { receiver(p, &x_##name); }
+#define XFER(name, sk, sd, rk, rd, unexp)                                      \
+	static const struct xfer x_##name = { { sk, sd }, { rk, rd }, unexp }; \
+	static void a_##name(struct peer *p, void *arg)                        \
+	{                                                                      \
+		sender(p, &x_##name);                                          \
+	}                                                                      \
+	static void b_##name(struct peer *p, void *arg)                        \
+	{                                                                      \
+		receiver(p, &x_##name);                                        \
+	}
 
 XFER(d2d_desc, DEV, 1, DEV, 1, 0)
 XFER(d2d_nodesc, DEV, 0, DEV, 0, 0)
@@ -179,8 +189,8 @@ XFER(d2h_nodesc, DEV, 0, HOST, 0, 1)
 /* ---- one message from a host piece and a device piece, into a device
  * piece and a host piece of other lengths -------------------------------- */
 
-#define MIX_A 3000
-#define MIX_B 9000
+#define MIX_A	  3000
+#define MIX_B	  9000
 #define MIX_TOTAL (MIX_A + MIX_B)
 
 static void mixed_send(struct peer *p, void *arg)
@@ -253,7 +263,8 @@ static void trunc_recv(struct peer *p, void *arg)
 		void *dev = dev_alloc(room[i]);
 		struct fid_mr *mr = buf_reg(p, DEV, dev, room[i]);
 		struct fi_context2 ctx;
-		POST(p->l.cq, fi_trecv(p->l.ep, dev, room[i], fi_mr_desc(mr), peer_addr(p), 7, 0, &ctx));
+		POST(p->l.cq,
+		     fi_trecv(p->l.ep, dev, room[i], fi_mr_desc(mr), peer_addr(p), 7, 0, &ctx));
 		barrier(p);
 		struct fi_cq_err_entry err;
 		int g = g_cq_print_errors;
@@ -261,7 +272,8 @@ static void trunc_recv(struct peer *p, void *arg)
 		int r = wait_cq(p->l.cq, NULL, NULL, &err, WAIT_MS);
 		g_cq_print_errors = g;
 		EXPECT(r == -FI_ETRUNC, "wait_cq -> %d, want -FI_ETRUNC", r);
-		EXPECT(err.err == FI_ETRUNC && err.olen == n[i] - room[i], "err %d olen %zu", err.err, err.olen);
+		EXPECT(err.err == FI_ETRUNC && err.olen == n[i] - room[i], "err %d olen %zu",
+		       err.err, err.olen);
 		EXPECT(err.op_context == &ctx, "error entry context");
 		/* The first room bytes of the pattern arrived. */
 		char *h = xmalloc(n[i]);
@@ -279,8 +291,10 @@ static void trunc_recv(struct peer *p, void *arg)
 /* ---- Open MPI 5.0.6: per-message registration of device buffers -------- */
 
 #define REPLAY_ITERS 40
-#define REPLAY_LIVE 8
-static const size_t replay_sizes[REPLAY_LIVE] = { 8, 64, 4096, 8192, 16000, 40000, 200000, 1 << 20 };
+#define REPLAY_LIVE  8
+static const size_t replay_sizes[REPLAY_LIVE] = {
+	8, 64, 4096, 8192, 16000, 40000, 200000, 1 << 20
+};
 
 static void replay(struct peer *p, int sending, int use_desc)
 {
@@ -297,27 +311,34 @@ static void replay(struct peer *p, int sending, int use_desc)
 			if (use_desc) {
 				/* Every one of these used to fail with FI_ENOKEY. */
 				int r = dev_reg(p->l.domain, buf[j], replay_sizes[j], &mr[j]);
-				EXPECT(r == 0, "iteration %d MR %d: fi_mr_regattr -> %d (%s)", it, j, r, fi_strerror(-r));
+				EXPECT(r == 0, "iteration %d MR %d: fi_mr_regattr -> %d (%s)", it,
+				       j, r, fi_strerror(-r));
 				for (int k = 0; k < j; k++)
-					EXPECT(fi_mr_desc(mr[k]) != fi_mr_desc(mr[j]), "two live MRs share a descriptor");
+					EXPECT(fi_mr_desc(mr[k]) != fi_mr_desc(mr[j]),
+					       "two live MRs share a descriptor");
 			}
 		}
 		if (!sending)
 			for (int j = 0; j < REPLAY_LIVE; j++)
-				POST(p->l.cq, fi_trecv(p->l.ep, buf[j], replay_sizes[j], mr[j] ? fi_mr_desc(mr[j]) : NULL,
-						      peer_addr(p), (uint64_t)it << 8 | j, 0, &ctx[j]));
+				POST(p->l.cq,
+				     fi_trecv(p->l.ep, buf[j], replay_sizes[j],
+					      mr[j] ? fi_mr_desc(mr[j]) : NULL, peer_addr(p),
+					      (uint64_t)it << 8 | j, 0, &ctx[j]));
 		barrier(p);
 		if (sending)
 			for (int j = 0; j < REPLAY_LIVE; j++)
-				POST(p->l.cq, fi_tsend(p->l.ep, buf[j], replay_sizes[j], mr[j] ? fi_mr_desc(mr[j]) : NULL,
-						      peer_addr(p), (uint64_t)it << 8 | j, &ctx[j]));
+				POST(p->l.cq,
+				     fi_tsend(p->l.ep, buf[j], replay_sizes[j],
+					      mr[j] ? fi_mr_desc(mr[j]) : NULL, peer_addr(p),
+					      (uint64_t)it << 8 | j, &ctx[j]));
 		for (int k = 0; k < REPLAY_LIVE; k++) {
 			struct fi_cq_tagged_entry e;
 			wait_ok(p->l.cq, &e, NULL, sending ? "replay send" : "replay receive");
 			int j = (struct fi_context2 *)e.op_context - ctx;
 			EXPECT(j >= 0 && j < REPLAY_LIVE, "bad context");
 			if (!sending) {
-				EXPECT(e.tag == ((uint64_t)it << 8 | j), "tag %#llx", (unsigned long long)e.tag);
+				EXPECT(e.tag == ((uint64_t)it << 8 | j), "tag %#llx",
+				       (unsigned long long)e.tag);
 				EXPECT(e.len == replay_sizes[j], "len %zu", e.len);
 			}
 		}
@@ -333,20 +354,42 @@ static void replay(struct peer *p, int sending, int use_desc)
 		dev_free(buf[j]);
 }
 
-static void replay_a(struct peer *p, void *arg) { replay(p, 1, 1); }
-static void replay_b(struct peer *p, void *arg) { replay(p, 0, 1); }
-static void replay_null_a(struct peer *p, void *arg) { replay(p, 1, 0); }
-static void replay_null_b(struct peer *p, void *arg) { replay(p, 0, 0); }
+static void replay_a(struct peer *p, void *arg)
+{
+	replay(p, 1, 1);
+}
+static void replay_b(struct peer *p, void *arg)
+{
+	replay(p, 0, 1);
+}
+static void replay_null_a(struct peer *p, void *arg)
+{
+	replay(p, 1, 0);
+}
+static void replay_null_b(struct peer *p, void *arg)
+{
+	replay(p, 0, 0);
+}
 
-#define HCAPS (FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | \
-	       FI_LOCAL_COMM | FI_REMOTE_COMM | FI_HMEM)
+#define HCAPS                                                                                    \
+	(FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | \
+	 FI_REMOTE_COMM | FI_HMEM)
 #define OMPI_MR (FI_MR_HMEM | FI_MR_ALLOCATED)
-#define DCASE(n, fa, fb) { .name = (n), .a = (fa), .b = (fb), .opt_caps = HCAPS, .mr_mode = OMPI_MR }
+#define DCASE(n, fa, fb)                                                                 \
+	{                                                                                \
+		.name = (n), .a = (fa), .b = (fb), .opt_caps = HCAPS, .mr_mode = OMPI_MR \
+	}
 #define X(name) DCASE(#name, a_##name, b_##name)
 
 static const struct subtest tests[] = {
-	X(d2d_desc), X(d2d_nodesc), X(d2d_desc_unexp), X(d2d_nodesc_unexp),
-	X(h2d_desc), X(d2h_desc), X(h2d_nodesc), X(d2h_nodesc),
+	X(d2d_desc),
+	X(d2d_nodesc),
+	X(d2d_desc_unexp),
+	X(d2d_nodesc_unexp),
+	X(h2d_desc),
+	X(d2h_desc),
+	X(h2d_nodesc),
+	X(d2h_nodesc),
 	DCASE("mixed_iov", mixed_send, mixed_recv),
 	DCASE("truncate", trunc_send, trunc_recv),
 	DCASE("ompi_replay", replay_a, replay_b),

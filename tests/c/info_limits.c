@@ -30,7 +30,9 @@ static void check_domain_counts(struct peer *p)
 	struct fi_domain_attr *d = p->l.info->domain_attr;
 	EXPECT(d->cq_cnt > 0 && d->cntr_cnt > 0, "cq_cnt %zu cntr_cnt %zu", d->cq_cnt, d->cntr_cnt);
 	struct fid_cq **cqs = xmalloc(d->cq_cnt * sizeof(*cqs));
-	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_NONE, .size = 16 };
+	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_CONTEXT,
+				 .wait_obj = FI_WAIT_NONE,
+				 .size = 16 };
 	/* lnx_open's CQ is one of them. */
 	for (size_t i = 0; i + 1 < d->cq_cnt; i++)
 		CHECK(fi_cq_open(p->l.domain, &ca, &cqs[i], NULL));
@@ -56,7 +58,8 @@ static void check_domain_counts(struct peer *p)
 	struct fid_mr *mr;
 	CHECK(fi_mr_regv(p->l.domain, iov, n, FI_SEND | FI_RECV, 0, 0, 0, &mr, NULL));
 	CHECK(fi_close(&mr->fid));
-	CHECK_RC(fi_mr_regv(p->l.domain, iov, n + 1, FI_SEND | FI_RECV, 0, 0, 0, &mr, NULL), -FI_EINVAL);
+	CHECK_RC(fi_mr_regv(p->l.domain, iov, n + 1, FI_SEND | FI_RECV, 0, 0, 0, &mr, NULL),
+		 -FI_EINVAL);
 	free(iov);
 	free(mb);
 	note("mr_iov_limit %zu", n);
@@ -118,7 +121,8 @@ static void receiver(struct peer *p, void *arg)
 	struct fi_cq_tagged_entry c;
 	fi_addr_t src;
 	int ctx[5];
-	size_t n = i->rx_attr->iov_limit, tx_n = i->tx_attr->iov_limit, inj = i->tx_attr->inject_size;
+	size_t n = i->rx_attr->iov_limit, tx_n = i->tx_attr->iov_limit,
+	       inj = i->tx_attr->inject_size;
 	EXPECT(n >= 1, "rx iov_limit %zu", n);
 
 	/* rx iov_limit buffers, each a little smaller than the message's
@@ -134,15 +138,15 @@ static void receiver(struct peer *p, void *arg)
 	POST(p->l.cq, fi_recvv(p->l.ep, iov, NULL, n, FI_ADDR_UNSPEC, &ctx[0]));
 	barrier(p);
 	wait_ok(p->l.cq, &c, &src, "recvv");
-	EXPECT(c.op_context == &ctx[0] && c.len == total, "recvv: context %p len %zu, want %zu", c.op_context,
-	       c.len, total);
+	EXPECT(c.op_context == &ctx[0] && c.len == total, "recvv: context %p len %zu, want %zu",
+	       c.op_context, c.len, total);
 	EXPECT_PATTERN(rb, total, 7);
 
 	uint8_t *ib = xmalloc(inj);
 	POST(p->l.cq, fi_recv(p->l.ep, ib, inj, NULL, FI_ADDR_UNSPEC, &ctx[1]));
 	wait_ok(p->l.cq, &c, &src, "inject receive");
-	EXPECT(c.op_context == &ctx[1] && c.len == inj, "inject: len %zu, want %zu (one byte more must not arrive)",
-	       c.len, inj);
+	EXPECT(c.op_context == &ctx[1] && c.len == inj,
+	       "inject: len %zu, want %zu (one byte more must not arrive)", c.len, inj);
 	EXPECT_PATTERN(ib, inj, 8);
 
 	uint8_t db[10];
@@ -152,8 +156,9 @@ static void receiver(struct peer *p, void *arg)
 	size_t ds = i->domain_attr->cq_data_size;
 	if (ds < 8)
 		want &= (1ULL << (8 * ds)) - 1;
-	EXPECT((c.flags & FI_REMOTE_CQ_DATA) && c.data == want, "data %#llx, want %#llx (flags %#llx)",
-	       (unsigned long long)c.data, (unsigned long long)want, (unsigned long long)c.flags);
+	EXPECT((c.flags & FI_REMOTE_CQ_DATA) && c.data == want,
+	       "data %#llx, want %#llx (flags %#llx)", (unsigned long long)c.data,
+	       (unsigned long long)want, (unsigned long long)c.flags);
 
 	uint8_t t1[10], t2[10];
 	POST(p->l.cq, fi_trecv(p->l.ep, t1, 10, NULL, FI_ADDR_UNSPEC, TAG, 0, &ctx[3]));

@@ -114,8 +114,8 @@ int main(int argc, char **argv)
 
 	/* 1. in-process cycles */
 	void (*fini)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "fi_fini");
-	note("fi_fini is %s", fini ? "exported: calling it after every cycle"
-				   : "not exported by this libfabric (only its destructor); "
+	note("fi_fini is %s", fini ? "exported: calling it after every cycle" :
+				     "not exported by this libfabric (only its destructor); "
 				     "exit-time fi_fini is covered by the child processes");
 	for (int i = 0; i < CYCLES; i++) {
 		cycle(i, 0);

@@ -19,11 +19,11 @@
 #include <unistd.h>
 #include "common.h"
 
-#define SENDERS 8
-#define MSGS 3000
-#define SZ 4000
-#define WIN 256
-#define FLOOD ((long)SENDERS * MSGS * SZ)
+#define SENDERS	 8
+#define MSGS	 3000
+#define SZ	 4000
+#define WIN	 256
+#define FLOOD	 ((long)SENDERS * MSGS * SZ)
 #define WARM_TAG (1ULL << 40)
 
 static long status_kb(const char *key)
@@ -42,7 +42,10 @@ static long status_kb(const char *key)
 
 static int bounded = 1;
 
-static uint64_t seed_of(int sender, uint64_t seq) { return (uint64_t)sender * 1000000 + seq; }
+static uint64_t seed_of(int sender, uint64_t seq)
+{
+	return (uint64_t)sender * 1000000 + seq;
+}
 
 static void sender(struct peer *p, void *arg)
 {
@@ -71,7 +74,8 @@ static void receiver(struct peer *p, void *arg)
 	char warm[SENDERS][8];
 	struct fi_context2 wctx[SENDERS];
 	for (int r = 0; r < SENDERS; r++)
-		POST(p->l.cq, fi_trecv(p->l.ep, warm[r], sizeof(warm[r]), NULL, FI_ADDR_UNSPEC, WARM_TAG, 0, &wctx[r]));
+		POST(p->l.cq, fi_trecv(p->l.ep, warm[r], sizeof(warm[r]), NULL, FI_ADDR_UNSPEC,
+				       WARM_TAG, 0, &wctx[r]));
 	for (int r = 0; r < SENDERS; r++)
 		wait_ok(p->l.cq, NULL, NULL, "warm-up receive");
 	long hwm0 = status_kb("VmHWM:");
@@ -83,7 +87,8 @@ static void receiver(struct peer *p, void *arg)
 	char *bufs = xmalloc((size_t)WIN * SZ);
 	struct fi_context2 ctx[WIN];
 	for (int w = 0; w < WIN; w++)
-		POST(p->l.cq, fi_trecv(p->l.ep, bufs + (size_t)w * SZ, SZ, NULL, FI_ADDR_UNSPEC, 0, ~0ULL, &ctx[w]));
+		POST(p->l.cq, fi_trecv(p->l.ep, bufs + (size_t)w * SZ, SZ, NULL, FI_ADDR_UNSPEC, 0,
+				       ~0ULL, &ctx[w]));
 	uint64_t next[MAX_RANKS] = { 0 };
 	long total = 0;
 	uint64_t t0 = now_ms();
@@ -104,27 +109,30 @@ static void receiver(struct peer *p, void *arg)
 		EXPECT_PATTERN(bufs + (size_t)w * SZ, SZ, seed_of(s, e.tag));
 		next[s]++;
 		total++;
-		POST(p->l.cq, fi_trecv(p->l.ep, bufs + (size_t)w * SZ, SZ, NULL, FI_ADDR_UNSPEC, 0, ~0ULL, &ctx[w]));
+		POST(p->l.cq, fi_trecv(p->l.ep, bufs + (size_t)w * SZ, SZ, NULL, FI_ADDR_UNSPEC, 0,
+				       ~0ULL, &ctx[w]));
 	}
 	long hwm2 = status_kb("VmHWM:");
-	note("flood of %ld MiB from %d senders: all %ld messages in order in %llu ms; receiver peak RSS "
-	     "%ld -> %ld KiB while unexpected, %ld KiB at the end",
+	note("flood of %ld MiB from %d senders: all %ld messages in order in %llu ms; receiver "
+	     "peak RSS %ld -> %ld KiB while unexpected, %ld KiB at the end",
 	     FLOOD >> 20, SENDERS, total, (unsigned long long)(now_ms() - t0), hwm0, hwm1, hwm2);
 	/* While nothing is posted the growth is what lnx and the core buffer.
 	 * Over tcp it is ~18 MiB whatever the credit window (8 to 128 measured
 	 * the same: rxm's own receive buffers); without credits rxm takes
 	 * several times the flood. Draining adds lnx's working set. */
-	EXPECT(!bounded || hwm1 - hwm0 < FLOOD / 1024 / 4, "peak RSS grew by %ld KiB during a %ld KiB flood: buffering is not bounded",
+	EXPECT(!bounded || hwm1 - hwm0 < FLOOD / 1024 / 4,
+	       "peak RSS grew by %ld KiB during a %ld KiB flood: buffering is not bounded",
 	       hwm1 - hwm0, FLOOD / 1024);
-	EXPECT(!bounded || hwm2 - hwm0 < FLOOD / 1024 / 2, "peak RSS grew by %ld KiB for a %ld KiB flood",
-	       hwm2 - hwm0, FLOOD / 1024);
+	EXPECT(!bounded || hwm2 - hwm0 < FLOOD / 1024 / 2,
+	       "peak RSS grew by %ld KiB for a %ld KiB flood", hwm2 - hwm0, FLOOD / 1024);
 	for (int w = 0; w < WIN; w++)
 		CHECK(fi_cancel(&p->l.ep->fid, &ctx[w]));
 	int g = g_cq_print_errors;
 	g_cq_print_errors = 0;
 	for (int w = 0; w < WIN; w++) {
 		struct fi_cq_err_entry err;
-		EXPECT(wait_cq(p->l.cq, NULL, NULL, &err, WAIT_MS) == -FI_ECANCELED, "cancel of leftover receive");
+		EXPECT(wait_cq(p->l.cq, NULL, NULL, &err, WAIT_MS) == -FI_ECANCELED,
+		       "cancel of leftover receive");
 	}
 	g_cq_print_errors = g;
 	free(bufs);

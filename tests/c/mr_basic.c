@@ -33,18 +33,22 @@ static void ompi_pattern(void)
 	char *buf = xmalloc(LIVE * 4096);
 	struct fid_mr *mr[LIVE];
 	for (int i = 0; i < LIVE; i++) {
-		int r = fi_mr_reg(l.domain, buf + i * 4096, 4096, FI_SEND | FI_RECV, 0, 0, 0, &mr[i], NULL);
+		int r = fi_mr_reg(l.domain, buf + i * 4096, 4096, FI_SEND | FI_RECV, 0, 0, 0,
+				  &mr[i], NULL);
 		EXPECT(r == 0, "MR %d with requested_key 0: %d (%s)", i, r, fi_strerror(-r));
-		EXPECT(fi_mr_key(mr[i]) == 0, "key %llu, want the requested 0", (unsigned long long)fi_mr_key(mr[i]));
+		EXPECT(fi_mr_key(mr[i]) == 0, "key %llu, want the requested 0",
+		       (unsigned long long)fi_mr_key(mr[i]));
 		EXPECT(fi_mr_desc(mr[i]) != NULL, "NULL descriptor");
 		for (int k = 0; k < i; k++)
-			EXPECT(fi_mr_desc(mr[k]) != fi_mr_desc(mr[i]), "MRs %d and %d share a descriptor", k, i);
+			EXPECT(fi_mr_desc(mr[k]) != fi_mr_desc(mr[i]),
+			       "MRs %d and %d share a descriptor", k, i);
 	}
 	/* User keys of remotely accessible MRs must be unique. */
 	struct fid_mr *r1, *r2;
 	CHECK(fi_mr_reg(l.domain, buf, 64, FI_REMOTE_READ, 0, 5, 0, &r1, NULL));
 	EXPECT(fi_mr_key(r1) == 5, "key %llu", (unsigned long long)fi_mr_key(r1));
-	CHECK_RC(fi_mr_reg(l.domain, buf + 64, 64, FI_REMOTE_WRITE, 0, 5, 0, &r2, NULL), -FI_ENOKEY);
+	CHECK_RC(fi_mr_reg(l.domain, buf + 64, 64, FI_REMOTE_WRITE, 0, 5, 0, &r2, NULL),
+		 -FI_ENOKEY);
 	CHECK(fi_mr_reg(l.domain, buf + 64, 64, FI_REMOTE_WRITE, 0, 6, 0, &r2, NULL));
 	CHECK(fi_close(&r1->fid));
 	CHECK(fi_mr_reg(l.domain, buf + 128, 64, FI_REMOTE_READ, 0, 5, 0, &r1, NULL));
@@ -73,11 +77,12 @@ static void prov_keys(void)
 	char *buf = xmalloc(LIVE * 64);
 	struct fid_mr *mr[LIVE];
 	for (int i = 0; i < LIVE; i++) {
-		CHECK(fi_mr_reg(l.domain, buf + i * 64, 64, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SEND | FI_RECV,
-				0, 0 /* ignored */, 0, &mr[i], NULL));
+		CHECK(fi_mr_reg(l.domain, buf + i * 64, 64,
+				FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SEND | FI_RECV, 0,
+				0 /* ignored */, 0, &mr[i], NULL));
 		for (int k = 0; k < i; k++)
-			EXPECT(fi_mr_key(mr[k]) != fi_mr_key(mr[i]), "MRs %d and %d share key %llu", k, i,
-			       (unsigned long long)fi_mr_key(mr[i]));
+			EXPECT(fi_mr_key(mr[k]) != fi_mr_key(mr[i]), "MRs %d and %d share key %llu",
+			       k, i, (unsigned long long)fi_mr_key(mr[i]));
 	}
 	for (int i = 0; i < LIVE; i++)
 		CHECK(fi_close(&mr[i]->fid));
@@ -100,19 +105,25 @@ static void bad_requests(void)
 	CHECK(fi_close(&mr->fid));
 	CHECK_RC(fi_mr_regv(l.domain, iov, 9, FI_SEND, 0, 0, 0, &mr, NULL), -FI_EINVAL);
 	CHECK_RC(fi_mr_reg(l.domain, buf, sizeof(buf), 1ULL << 63, 0, 0, 0, &mr, NULL), -FI_EINVAL);
-	CHECK_RC(fi_mr_reg(l.domain, buf, sizeof(buf), FI_SEND, 0, 0, 1ULL << 2, &mr, NULL), -FI_EBADFLAGS);
+	CHECK_RC(fi_mr_reg(l.domain, buf, sizeof(buf), FI_SEND, 0, 0, 1ULL << 2, &mr, NULL),
+		 -FI_EBADFLAGS);
 	CHECK_RC(fi_mr_reg(l.domain, NULL, 64, FI_SEND, 0, 0, 0, &mr, NULL), -FI_EINVAL);
 	/* FI_HMEM_HOST_ALLOC (bit 45 in 1.17 and 2.x) is a plain host buffer
 	 * to lnx; bit 39 means nothing to fi_mr_reg; FI_MR_DMABUF (bit 40,
 	 * 1.20+) would make mr_iov a dmabuf descriptor, which lnx does not take. */
 	CHECK(fi_mr_reg(l.domain, buf, sizeof(buf), FI_SEND, 0, 0, 1ULL << 45, &mr, NULL));
 	CHECK(fi_close(&mr->fid));
-	CHECK_RC(fi_mr_reg(l.domain, buf, sizeof(buf), FI_SEND, 0, 0, 1ULL << 39, &mr, NULL), -FI_EBADFLAGS);
-	CHECK_RC(fi_mr_reg(l.domain, buf, sizeof(buf), FI_SEND, 0, 0, 1ULL << 40, &mr, NULL), -FI_EBADFLAGS);
+	CHECK_RC(fi_mr_reg(l.domain, buf, sizeof(buf), FI_SEND, 0, 0, 1ULL << 39, &mr, NULL),
+		 -FI_EBADFLAGS);
+	CHECK_RC(fi_mr_reg(l.domain, buf, sizeof(buf), FI_SEND, 0, 0, 1ULL << 40, &mr, NULL),
+		 -FI_EBADFLAGS);
 
 	/* Device memory with no runtime loaded (FI_LNX_*_LIB=none). */
 	EXPECT(!(l.info->caps & FI_HMEM), "FI_HMEM reported with no device runtime");
-	struct fi_mr_attr attr = { .mr_iov = iov, .iov_count = 1, .access = FI_SEND, .iface = FI_HMEM_CUDA };
+	struct fi_mr_attr attr = { .mr_iov = iov,
+				   .iov_count = 1,
+				   .access = FI_SEND,
+				   .iface = FI_HMEM_CUDA };
 	CHECK_RC(fi_mr_regattr(l.domain, &attr, 0, &mr), -FI_ENOSYS);
 	attr.iface = FI_HMEM_ROCR;
 	CHECK_RC(fi_mr_regattr(l.domain, &attr, 0, &mr), -FI_ENOSYS);
@@ -153,7 +164,8 @@ static void data_path(void)
 			struct fi_cq_tagged_entry e;
 			wait_ok(l.cq, &e, NULL, "self transfer");
 			if (e.op_context == &rc)
-				EXPECT(e.len == n && e.tag == 100 + i, "len %zu tag %llu", e.len, (unsigned long long)e.tag);
+				EXPECT(e.len == n && e.tag == 100 + i, "len %zu tag %llu", e.len,
+				       (unsigned long long)e.tag);
 		}
 		EXPECT_PATTERN(r, n, i);
 		CHECK(fi_close(&ms->fid));
@@ -178,7 +190,8 @@ static void churn(void)
 	uint64_t t1 = now_ms();
 	for (int i = 0; i < 20000; i++) {
 		struct fid_mr *mr;
-		CHECK(fi_mr_reg(l.domain, buf + (i % 4096) * 64, 64, FI_SEND | FI_RECV, 0, 0, 0, &mr, NULL));
+		CHECK(fi_mr_reg(l.domain, buf + (i % 4096) * 64, 64, FI_SEND | FI_RECV, 0, 0, 0,
+				&mr, NULL));
 		CHECK(fi_close(&mr->fid));
 	}
 	note("20000 register/close of one buffer: %llu ms; of 4096 distinct ones: %llu ms",

@@ -57,16 +57,20 @@ static void run(struct peer *p, int sender)
 		struct fi_cq_tagged_entry e;
 		if (sender) {
 			fill_pattern(s->buf, len, (uint64_t)i);
-			POST(p->l.cq, fi_tsend(p->l.ep, s->buf, len, fi_mr_desc(s->mr), peer_addr(p), 1000 + i, s));
+			POST(p->l.cq, fi_tsend(p->l.ep, s->buf, len, fi_mr_desc(s->mr),
+					       peer_addr(p), 1000 + i, s));
 			wait_ok(p->l.cq, &e, NULL, "send");
 			EXPECT(e.op_context == s, "send completion for the wrong message");
 		} else {
 			memset(s->buf, 0, len);
-			POST(p->l.cq, fi_trecv(p->l.ep, s->buf, len, fi_mr_desc(s->mr), peer_addr(p), 1000 + i, 0, s));
+			POST(p->l.cq, fi_trecv(p->l.ep, s->buf, len, fi_mr_desc(s->mr),
+					       peer_addr(p), 1000 + i, 0, s));
 			wait_ok(p->l.cq, &e, NULL, "recv");
 			EXPECT(e.op_context == s && e.tag == (uint64_t)(1000 + i) && e.len == len,
-			       "message %d: ctx %p tag %llu len %zu", i, e.op_context, (unsigned long long)e.tag, e.len);
-			EXPECT(check_pattern(s->buf, len, (uint64_t)i) < 0, "message %d (%zu bytes) corrupted", i, len);
+			       "message %d: ctx %p tag %llu len %zu", i, e.op_context,
+			       (unsigned long long)e.tag, e.len);
+			EXPECT(check_pattern(s->buf, len, (uint64_t)i) < 0,
+			       "message %d (%zu bytes) corrupted", i, len);
 		}
 	}
 	for (int k = 0; k < LIVE; k++)
@@ -74,8 +78,14 @@ static void run(struct peer *p, int sender)
 	note("%d messages through %d live key-0 registrations", MSGS, LIVE);
 }
 
-static void a(struct peer *p, void *arg) { run(p, 1); }
-static void b(struct peer *p, void *arg) { run(p, 0); }
+static void a(struct peer *p, void *arg)
+{
+	run(p, 1);
+}
+static void b(struct peer *p, void *arg)
+{
+	run(p, 0);
+}
 
 int main(int argc, char **argv)
 {

@@ -18,26 +18,27 @@
 #include "common.h"
 
 static int g_tagged;
-#define KIND (g_tagged ? FI_TAGGED : FI_MSG)
-#define GUARD 64
+#define KIND	   (g_tagged ? FI_TAGGED : FI_MSG)
+#define GUARD	   64
 #define GUARD_BYTE 0xEE
-#define KiB ((size_t)1024)
-#define MiB (1024 * KiB)
+#define KiB	   ((size_t)1024)
+#define MiB	   (1024 * KiB)
 
 /* ---- posting wrappers ------------------------------------------------------ */
 
-static inline ssize_t x_send(struct peer *p, int to, const void *buf, size_t len, uint64_t tag, void *ctx)
+static inline ssize_t x_send(struct peer *p, int to, const void *buf, size_t len, uint64_t tag,
+			     void *ctx)
 {
 	fi_addr_t d = p->addr[to];
-	return g_tagged ? fi_tsend(p->l.ep, buf, len, NULL, d, tag, ctx)
-			: fi_send(p->l.ep, buf, len, NULL, d, ctx);
+	return g_tagged ? fi_tsend(p->l.ep, buf, len, NULL, d, tag, ctx) :
+			  fi_send(p->l.ep, buf, len, NULL, d, ctx);
 }
 
 static inline ssize_t x_recv(struct peer *p, void *buf, size_t len, fi_addr_t src, uint64_t tag,
-		      uint64_t ignore, void *ctx)
+			     uint64_t ignore, void *ctx)
 {
-	return g_tagged ? fi_trecv(p->l.ep, buf, len, NULL, src, tag, ignore, ctx)
-			: fi_recv(p->l.ep, buf, len, NULL, src, ctx);
+	return g_tagged ? fi_trecv(p->l.ep, buf, len, NULL, src, tag, ignore, ctx) :
+			  fi_recv(p->l.ep, buf, len, NULL, src, ctx);
 }
 
 static inline ssize_t x_inject(struct peer *p, int to, const void *buf, size_t len, uint64_t tag)
@@ -47,65 +48,86 @@ static inline ssize_t x_inject(struct peer *p, int to, const void *buf, size_t l
 }
 
 static inline ssize_t x_senddata(struct peer *p, int to, const void *buf, size_t len, uint64_t data,
-			  uint64_t tag, void *ctx)
+				 uint64_t tag, void *ctx)
 {
 	fi_addr_t d = p->addr[to];
-	return g_tagged ? fi_tsenddata(p->l.ep, buf, len, NULL, data, d, tag, ctx)
-			: fi_senddata(p->l.ep, buf, len, NULL, data, d, ctx);
+	return g_tagged ? fi_tsenddata(p->l.ep, buf, len, NULL, data, d, tag, ctx) :
+			  fi_senddata(p->l.ep, buf, len, NULL, data, d, ctx);
 }
 
-static inline ssize_t x_injectdata(struct peer *p, int to, const void *buf, size_t len, uint64_t data,
-			    uint64_t tag)
+static inline ssize_t x_injectdata(struct peer *p, int to, const void *buf, size_t len,
+				   uint64_t data, uint64_t tag)
 {
 	fi_addr_t d = p->addr[to];
-	return g_tagged ? fi_tinjectdata(p->l.ep, buf, len, data, d, tag)
-			: fi_injectdata(p->l.ep, buf, len, data, d);
+	return g_tagged ? fi_tinjectdata(p->l.ep, buf, len, data, d, tag) :
+			  fi_injectdata(p->l.ep, buf, len, data, d);
 }
 
-static inline ssize_t x_sendv(struct peer *p, int to, const struct iovec *iov, size_t count, uint64_t tag,
-		       void *ctx)
+static inline ssize_t x_sendv(struct peer *p, int to, const struct iovec *iov, size_t count,
+			      uint64_t tag, void *ctx)
 {
 	fi_addr_t d = p->addr[to];
-	return g_tagged ? fi_tsendv(p->l.ep, iov, NULL, count, d, tag, ctx)
-			: fi_sendv(p->l.ep, iov, NULL, count, d, ctx);
+	return g_tagged ? fi_tsendv(p->l.ep, iov, NULL, count, d, tag, ctx) :
+			  fi_sendv(p->l.ep, iov, NULL, count, d, ctx);
 }
 
 static inline ssize_t x_recvv(struct peer *p, const struct iovec *iov, size_t count, fi_addr_t src,
-		       uint64_t tag, uint64_t ignore, void *ctx)
+			      uint64_t tag, uint64_t ignore, void *ctx)
 {
-	return g_tagged ? fi_trecvv(p->l.ep, iov, NULL, count, src, tag, ignore, ctx)
-			: fi_recvv(p->l.ep, iov, NULL, count, src, ctx);
+	return g_tagged ? fi_trecvv(p->l.ep, iov, NULL, count, src, tag, ignore, ctx) :
+			  fi_recvv(p->l.ep, iov, NULL, count, src, ctx);
 }
 
 static inline ssize_t x_sendmsg(struct peer *p, int to, const struct iovec *iov, size_t count,
-			 uint64_t tag, uint64_t data, uint64_t flags, void *ctx)
+				uint64_t tag, uint64_t data, uint64_t flags, void *ctx)
 {
 	if (g_tagged) {
 		struct fi_msg_tagged m = {
-			.msg_iov = iov, .desc = NULL, .iov_count = count, .addr = p->addr[to],
-			.tag = tag, .ignore = 0, .context = ctx, .data = data,
+			.msg_iov = iov,
+			.desc = NULL,
+			.iov_count = count,
+			.addr = p->addr[to],
+			.tag = tag,
+			.ignore = 0,
+			.context = ctx,
+			.data = data,
 		};
 		return fi_tsendmsg(p->l.ep, &m, flags);
 	}
 	struct fi_msg m = {
-		.msg_iov = iov, .desc = NULL, .iov_count = count, .addr = p->addr[to],
-		.context = ctx, .data = data,
+		.msg_iov = iov,
+		.desc = NULL,
+		.iov_count = count,
+		.addr = p->addr[to],
+		.context = ctx,
+		.data = data,
 	};
 	return fi_sendmsg(p->l.ep, &m, flags);
 }
 
-static inline ssize_t x_recvmsg(struct peer *p, const struct iovec *iov, size_t count, fi_addr_t src,
-			 uint64_t tag, uint64_t ignore, uint64_t flags, void *ctx)
+static inline ssize_t x_recvmsg(struct peer *p, const struct iovec *iov, size_t count,
+				fi_addr_t src, uint64_t tag, uint64_t ignore, uint64_t flags,
+				void *ctx)
 {
 	if (g_tagged) {
 		struct fi_msg_tagged m = {
-			.msg_iov = iov, .desc = NULL, .iov_count = count, .addr = src,
-			.tag = tag, .ignore = ignore, .context = ctx, .data = 0,
+			.msg_iov = iov,
+			.desc = NULL,
+			.iov_count = count,
+			.addr = src,
+			.tag = tag,
+			.ignore = ignore,
+			.context = ctx,
+			.data = 0,
 		};
 		return fi_trecvmsg(p->l.ep, &m, flags);
 	}
 	struct fi_msg m = {
-		.msg_iov = iov, .desc = NULL, .iov_count = count, .addr = src, .context = ctx,
+		.msg_iov = iov,
+		.desc = NULL,
+		.iov_count = count,
+		.addr = src,
+		.context = ctx,
 		.data = 0,
 	};
 	return fi_recvmsg(p->l.ep, &m, flags);
@@ -122,13 +144,16 @@ static inline uint8_t *rbuf(size_t cap)
 }
 
 /* got bytes of pattern seed, the rest of cap and the guard untouched. */
-static inline void rbuf_check(const uint8_t *b, size_t cap, size_t got, uint64_t seed, const char *what)
+static inline void rbuf_check(const uint8_t *b, size_t cap, size_t got, uint64_t seed,
+			      const char *what)
 {
 	long long o = check_pattern(b, got, seed);
 	EXPECT(o < 0, "%s: data mismatch at offset %lld of %zu", what, o, got);
 	for (size_t i = got; i < cap + GUARD; i++)
-		EXPECT(b[i] == GUARD_BYTE, "%s: byte %zu past the %zu received (buffer %zu) was "
-		       "overwritten", what, i, got, cap);
+		EXPECT(b[i] == GUARD_BYTE,
+		       "%s: byte %zu past the %zu received (buffer %zu) was "
+		       "overwritten",
+		       what, i, got, cap);
 }
 
 static inline uint8_t *sbuf(size_t len, uint64_t seed)
@@ -143,8 +168,8 @@ static inline uint8_t *sbuf(size_t len, uint64_t seed)
 static inline void check_send_entry(const struct fi_cq_tagged_entry *e, void *ctx, const char *what)
 {
 	char fl[256];
-	EXPECT(e->op_context == ctx, "%s: send completion context %p, want %p", what,
-	       e->op_context, ctx);
+	EXPECT(e->op_context == ctx, "%s: send completion context %p, want %p", what, e->op_context,
+	       ctx);
 	EXPECT((e->flags & FI_SEND) && (e->flags & KIND) && !(e->flags & FI_RECV),
 	       "%s: send completion flags %s", what, flags_str(e->flags, fl, sizeof(fl)));
 }
@@ -152,14 +177,14 @@ static inline void check_send_entry(const struct fi_cq_tagged_entry *e, void *ct
 struct want_recv {
 	void *ctx;
 	size_t len;
-	uint64_t tag;	   /* checked when tagged */
+	uint64_t tag; /* checked when tagged */
 	int has_data;
 	uint64_t data;
-	fi_addr_t src;	   /* expected fi_cq_readfrom source */
+	fi_addr_t src; /* expected fi_cq_readfrom source */
 };
 
 static inline void check_recv_entry(const struct fi_cq_tagged_entry *e, fi_addr_t src,
-			     const struct want_recv *w, const char *what)
+				    const struct want_recv *w, const char *what)
 {
 	char fl[256];
 	flags_str(e->flags, fl, sizeof(fl));
@@ -172,8 +197,8 @@ static inline void check_recv_entry(const struct fi_cq_tagged_entry *e, fi_addr_
 		EXPECT(e->tag == w->tag, "%s: tag %#llx, want %#llx", what,
 		       (unsigned long long)e->tag, (unsigned long long)w->tag);
 	if (w->has_data) {
-		EXPECT(e->flags & FI_REMOTE_CQ_DATA, "%s: FI_REMOTE_CQ_DATA missing (flags %s)", what,
-		       fl);
+		EXPECT(e->flags & FI_REMOTE_CQ_DATA, "%s: FI_REMOTE_CQ_DATA missing (flags %s)",
+		       what, fl);
 		EXPECT(e->data == w->data, "%s: cq data %#llx, want %#llx", what,
 		       (unsigned long long)e->data, (unsigned long long)w->data);
 	} else {
@@ -206,8 +231,8 @@ static inline void wait_send(struct peer *p, void *ctx, const char *what)
 /* Collects n successful completions whose contexts are ctx[0..n-1] (any
  * order; each exactly once). idx[k] = position in ctx of the k-th
  * completion; ents/srcs receive them by ctx position. */
-static inline void wait_all(struct peer *p, size_t n, void *const *ctx, struct fi_cq_tagged_entry *ents,
-		     fi_addr_t *srcs, const char *what)
+static inline void wait_all(struct peer *p, size_t n, void *const *ctx,
+			    struct fi_cq_tagged_entry *ents, fi_addr_t *srcs, const char *what)
 {
 	char *seen = calloc(n, 1);
 	ASSERT(seen);
@@ -292,7 +317,8 @@ static void sizes_unexpected_a(struct peer *p, void *arg)
 	for (size_t i = 0; i < NSIZES; i++) {
 		b[i] = sbuf(k_sizes[i], 200 + i);
 		cp[i] = &ctx[i];
-		POST(p->l.cq, x_send(p, 1, k_sizes[i] ? b[i] : NULL, k_sizes[i], 0x200 + i, &ctx[i]));
+		POST(p->l.cq,
+		     x_send(p, 1, k_sizes[i] ? b[i] : NULL, k_sizes[i], 0x200 + i, &ctx[i]));
 	}
 	barrier(p);
 	struct fi_cq_tagged_entry ents[NSIZES];
@@ -315,8 +341,8 @@ static void sizes_unexpected_b(struct peer *p, void *arg)
 		size_t i = NSIZES - 1 - k; /* reverse */
 		b[i] = rbuf(g_tagged ? k_sizes[i] : cap);
 		cp[i] = &ctx[i];
-		POST(p->l.cq, x_recv(p, b[i], g_tagged ? k_sizes[i] : cap, peer_addr(p), 0x200 + i, 0,
-				     &ctx[i]));
+		POST(p->l.cq, x_recv(p, b[i], g_tagged ? k_sizes[i] : cap, peer_addr(p), 0x200 + i,
+				     0, &ctx[i]));
 	}
 	struct fi_cq_tagged_entry ents[NSIZES];
 	fi_addr_t srcs[NSIZES];
@@ -440,7 +466,9 @@ static void iov_a(struct peer *p, void *arg)
 		uint8_t *b = sbuf(total, 500 + t);
 		size_t s0 = 7, s1 = t ? 1 * MiB : 4096;
 		struct iovec iov[3] = {
-			{ b, s0 }, { b + s0, s1 }, { b + s0 + s1, total - s0 - s1 },
+			{ b, s0 },
+			{ b + s0, s1 },
+			{ b + s0 + s1, total - s0 - s1 },
 		};
 		struct fi_context2 c;
 		barrier(p);
@@ -463,7 +491,9 @@ static void iov_b(struct peer *p, void *arg)
 		uint8_t *b = rbuf(total);
 		size_t r0 = 4000, r1 = 5;
 		struct iovec iov[3] = {
-			{ b, r0 }, { b + r0, r1 }, { b + r0 + r1, total - r0 - r1 },
+			{ b, r0 },
+			{ b + r0, r1 },
+			{ b + r0 + r1, total - r0 - r1 },
 		};
 		struct fi_context2 c;
 		char what[64];
@@ -487,7 +517,8 @@ static void msg_a(struct peer *p, void *arg)
 	struct iovec iov[2] = { { b, lim == 2 ? 3000 : 10000 }, { b + 3000, 7000 } };
 	struct fi_context2 c1, c2, c3;
 	barrier(p);
-	POST(p->l.cq, x_sendmsg(p, 1, iov, lim, 0x600, 0xD00D, FI_REMOTE_CQ_DATA | FI_COMPLETION, &c1));
+	POST(p->l.cq,
+	     x_sendmsg(p, 1, iov, lim, 0x600, 0xD00D, FI_REMOTE_CQ_DATA | FI_COMPLETION, &c1));
 	wait_send(p, &c1, "sendmsg with data");
 	POST(p->l.cq, x_sendmsg(p, 1, iov, lim, 0x601, 0, FI_COMPLETION, &c2));
 	wait_send(p, &c2, "sendmsg");
@@ -585,8 +616,10 @@ static void any_source_b(struct peer *p, void *arg)
 	for (int k = 0; k < 2; k++) {
 		struct want_recv w = { rest[k], 512, 0x700, 0, 0, peer_addr(p) };
 		check_recv_entry(&ents[k], srcs[k], &w, "FI_ADDR_UNSPEC recv");
-		rbuf_check(rest[k] == &c[0] ? b[0] : rest[k] == &c[1] ? b[1] : b[2], 512, 512,
-			   700, "FI_ADDR_UNSPEC recv");
+		rbuf_check(rest[k] == &c[0] ? b[0] :
+			   rest[k] == &c[1] ? b[1] :
+					      b[2],
+			   512, 512, 700, "FI_ADDR_UNSPEC recv");
 	}
 	barrier(p);
 	for (int i = 0; i < 3; i++)
@@ -595,9 +628,12 @@ static void any_source_b(struct peer *p, void *arg)
 
 /* 1000 messages, one tag: matched in send order (FI_ORDER_SAS). Half the
  * receives are posted before the sends, half after (unexpected). */
-#define ORD_N 1000
+#define ORD_N	 1000
 #define ORD_SLOT 64
-static size_t ord_len(size_t i) { return 8 + i % 50; }
+static size_t ord_len(size_t i)
+{
+	return 8 + i % 50;
+}
 
 static void ordering_a(struct peer *p, void *arg)
 {
@@ -652,7 +688,8 @@ static void ordering_b(struct peer *p, void *arg)
 		fill_pattern(tmp, 8, i); /* the seq overwrote the pattern's head */
 		EXPECT(check_pattern(tmp, ord_len(i), i) < 0, "message %zu payload", i);
 		for (size_t k = ord_len(i); k < ORD_SLOT; k++)
-			EXPECT(tmp[k] == GUARD_BYTE, "message %zu: byte %zu past its end written", i, k);
+			EXPECT(tmp[k] == GUARD_BYTE, "message %zu: byte %zu past its end written",
+			       i, k);
 	}
 	barrier(p);
 	free(b);
@@ -665,7 +702,10 @@ static void ordering_b(struct peer *p, void *arg)
 /* Small (eager) and large (rendezvous-sized) messages interleaved must
  * still match in send order. */
 #define MIX_N 40
-static size_t mix_len(size_t i) { return i % 2 ? 512 * KiB + i : 64 + i; }
+static size_t mix_len(size_t i)
+{
+	return i % 2 ? 512 * KiB + i : 64 + i;
+}
 
 static void ordering_mixed_a(struct peer *p, void *arg)
 {

@@ -55,7 +55,7 @@ struct trunc_case {
 	int unexpected;
 };
 static const struct trunc_case k_trunc[] = {
-	{ 3000, 1000, 0 }, { 3000, 1000, 1 }, { 1 * MiB, 4 * KiB, 0 },
+	{ 3000, 1000, 0 },	 { 3000, 1000, 1 }, { 1 * MiB, 4 * KiB, 0 },
 	{ 1 * MiB, 4 * KiB, 1 }, { 100, 0, 0 },
 };
 #define NTRUNC (sizeof(k_trunc) / sizeof(k_trunc[0]))
@@ -103,14 +103,15 @@ static void trunc_b(struct peer *p)
 		EXPECT(err.err == FI_ETRUNC, "%s: err %d", what, err.err);
 		EXPECT(err.op_context == &c, "%s: op_context %p, want %p", what, err.op_context,
 		       (void *)&c);
-		EXPECT(err.olen == t->msg - t->cap, "%s: olen %zu, want %zu (bytes not placed)", what,
-		       err.olen, t->msg - t->cap);
+		EXPECT(err.olen == t->msg - t->cap, "%s: olen %zu, want %zu (bytes not placed)",
+		       what, err.olen, t->msg - t->cap);
 		EXPECT(err.len == t->cap, "%s: len %zu, want %zu (bytes placed)", what, err.len,
 		       t->cap);
 		EXPECT((err.flags & FI_RECV) && (err.flags & KIND), "%s: flags %s", what,
 		       flags_str(err.flags, fl, sizeof(fl)));
 		if (g_tagged)
-			EXPECT(err.tag == 0x2000 + i, "%s: tag %#llx", what, (unsigned long long)err.tag);
+			EXPECT(err.tag == 0x2000 + i, "%s: tag %#llx", what,
+			       (unsigned long long)err.tag);
 		rbuf_check(b, t->cap, t->cap, 2000 + i, what);
 
 		POST(p->l.cq, x_recv(p, b2, 64, peer_addr(p), 0x2100 + i, 0, &c2));
@@ -123,22 +124,43 @@ static void trunc_b(struct peer *p)
 	}
 }
 
-static void trunc_tagged_a(struct peer *p, void *arg) { g_tagged = 1; trunc_a(p); }
-static void trunc_tagged_b(struct peer *p, void *arg) { g_tagged = 1; trunc_b(p); }
-static void trunc_untagged_a(struct peer *p, void *arg) { g_tagged = 0; trunc_a(p); }
-static void trunc_untagged_b(struct peer *p, void *arg) { g_tagged = 0; trunc_b(p); }
+static void trunc_tagged_a(struct peer *p, void *arg)
+{
+	g_tagged = 1;
+	trunc_a(p);
+}
+static void trunc_tagged_b(struct peer *p, void *arg)
+{
+	g_tagged = 1;
+	trunc_b(p);
+}
+static void trunc_untagged_a(struct peer *p, void *arg)
+{
+	g_tagged = 0;
+	trunc_a(p);
+}
+static void trunc_untagged_b(struct peer *p, void *arg)
+{
+	g_tagged = 0;
+	trunc_b(p);
+}
 
 /* ---- peek / claim / discard ------------------------------------------------ */
 
 /* One FI_PEEK (with extra flags). Returns 0 (entry in *e, source in *src),
  * -FI_ENOMSG, or dies on anything else. */
-static int peek_once(struct peer *p, uint64_t tag, uint64_t ignore, fi_addr_t from,
-		     uint64_t flags, struct iovec *iov, void *ctx, struct fi_cq_tagged_entry *e,
-		     fi_addr_t *src)
+static int peek_once(struct peer *p, uint64_t tag, uint64_t ignore, fi_addr_t from, uint64_t flags,
+		     struct iovec *iov, void *ctx, struct fi_cq_tagged_entry *e, fi_addr_t *src)
 {
 	struct fi_msg_tagged m = {
-		.msg_iov = iov, .desc = NULL, .iov_count = iov ? 1 : 0, .addr = from,
-		.tag = tag, .ignore = ignore, .context = ctx, .data = 0,
+		.msg_iov = iov,
+		.desc = NULL,
+		.iov_count = iov ? 1 : 0,
+		.addr = from,
+		.tag = tag,
+		.ignore = ignore,
+		.context = ctx,
+		.data = 0,
 	};
 	struct fi_cq_err_entry err;
 	POST(p->l.cq, fi_trecvmsg(p->l.ep, &m, FI_PEEK | flags));
@@ -146,8 +168,8 @@ static int peek_once(struct peer *p, uint64_t tag, uint64_t ignore, fi_addr_t fr
 	int r = wait_cq(p->l.cq, e, src, &err, WAIT_MS);
 	g_cq_print_errors = 1;
 	if (r == -FI_ENOMSG) {
-		EXPECT(err.op_context == ctx, "FI_ENOMSG entry context %p, want %p",
-		       err.op_context, ctx);
+		EXPECT(err.op_context == ctx, "FI_ENOMSG entry context %p, want %p", err.op_context,
+		       ctx);
 		return r;
 	}
 	if (r)
@@ -157,8 +179,8 @@ static int peek_once(struct peer *p, uint64_t tag, uint64_t ignore, fi_addr_t fr
 }
 
 /* Peeks until a match (the message may still be on its way). */
-static void peek_until(struct peer *p, uint64_t tag, uint64_t flags, struct iovec *iov,
-		       void *ctx, struct fi_cq_tagged_entry *e, fi_addr_t *src)
+static void peek_until(struct peer *p, uint64_t tag, uint64_t flags, struct iovec *iov, void *ctx,
+		       struct fi_cq_tagged_entry *e, fi_addr_t *src)
 {
 	uint64_t dl = now_ms() + WAIT_MS;
 	while (peek_once(p, tag, 0, FI_ADDR_UNSPEC, flags, iov, ctx, e, src) == -FI_ENOMSG) {
@@ -191,8 +213,8 @@ static void check_peek_entry(const struct fi_cq_tagged_entry *e, fi_addr_t src, 
 	if (has_data)
 		EXPECT((e->flags & FI_REMOTE_CQ_DATA) && e->data == data,
 		       "%s: peek data %#llx flags %s", what, (unsigned long long)e->data, fl);
-	EXPECT(src == want_src, "%s: peek source %#llx, want %#llx", what,
-	       (unsigned long long)src, (unsigned long long)want_src);
+	EXPECT(src == want_src, "%s: peek source %#llx, want %#llx", what, (unsigned long long)src,
+	       (unsigned long long)want_src);
 }
 
 static void peek_a(struct peer *p, void *arg)
@@ -303,8 +325,14 @@ static void claim_b(struct peer *p, void *arg)
 	/* Retrieve the claimed message. */
 	struct iovec iov = { b1, 2000 };
 	struct fi_msg_tagged m = {
-		.msg_iov = &iov, .desc = NULL, .iov_count = 1, .addr = FI_ADDR_UNSPEC,
-		.tag = 0xD00, .ignore = 0, .context = &claim_ctx, .data = 0,
+		.msg_iov = &iov,
+		.desc = NULL,
+		.iov_count = 1,
+		.addr = FI_ADDR_UNSPEC,
+		.tag = 0xD00,
+		.ignore = 0,
+		.context = &claim_ctx,
+		.data = 0,
 	};
 	POST(p->l.cq, fi_trecvmsg(p->l.ep, &m, FI_CLAIM));
 	struct want_recv w1 = { &claim_ctx, 700, 0xD00, 0, 0, peer_addr(p) };
@@ -349,8 +377,14 @@ static void discard_b(struct peer *p, void *arg)
 	peek_until(p, 0xE01, FI_CLAIM, NULL, &cc, &e, &src);
 	check_peek_entry(&e, src, 500, 0xE01, 0, 0, peer_addr(p), "peek+claim");
 	struct fi_msg_tagged m = {
-		.msg_iov = NULL, .desc = NULL, .iov_count = 0, .addr = FI_ADDR_UNSPEC,
-		.tag = 0xE01, .ignore = 0, .context = &cc, .data = 0,
+		.msg_iov = NULL,
+		.desc = NULL,
+		.iov_count = 0,
+		.addr = FI_ADDR_UNSPEC,
+		.tag = 0xE01,
+		.ignore = 0,
+		.context = &cc,
+		.data = 0,
 	};
 	POST(p->l.cq, fi_trecvmsg(p->l.ep, &m, FI_CLAIM | FI_DISCARD));
 	struct fi_cq_tagged_entry de;
@@ -430,9 +464,9 @@ static void cancel_b(struct peer *p, void *arg)
 
 /* ---- any-source vs directed, three processes ------------------------------- */
 
-#define AVD_TAGGED 100
+#define AVD_TAGGED   100
 #define AVD_UNTAGGED 30
-#define AVD_LEN 256
+#define AVD_LEN	     256
 
 static void avd_sender(struct peer *p, void *arg)
 {
@@ -595,7 +629,7 @@ static void counters_b(struct peer *p, void *arg)
 
 /* ---- receives posted through every entry point ------------------------------ */
 
-#define PM_N 200
+#define PM_N	200
 #define PM_SLOT 32
 
 static void post_mixed_a(struct peer *p, void *arg)
@@ -645,7 +679,8 @@ static void post_mixed_b(struct peer *p, void *arg)
 				POST(p->l.cq, x_recv(p, m, PM_SLOT, FI_ADDR_UNSPEC, 0xA00, 0, ctx));
 				break;
 			case 2:
-				POST(p->l.cq, x_recvmsg(p, &one, 1, FI_ADDR_UNSPEC, 0xA00, 0, 0, ctx));
+				POST(p->l.cq,
+				     x_recvmsg(p, &one, 1, FI_ADDR_UNSPEC, 0xA00, 0, 0, ctx));
 				break;
 			default:
 				POST(p->l.cq, x_recvv(p, iov, 2, FI_ADDR_UNSPEC, 0xA00, 0, ctx));
@@ -659,7 +694,8 @@ static void post_mixed_b(struct peer *p, void *arg)
 			cp[i] = &c[tagged][i];
 		wait_all(p, PM_N, cp, e, s, tagged ? "tagged receives" : "untagged receives");
 		for (size_t i = 0; i < PM_N; i++) {
-			struct want_recv w = { &c[tagged][i], 1 + i % PM_SLOT, 0xA00, 0, 0, peer_addr(p) };
+			struct want_recv w = { &c[tagged][i], 1 + i % PM_SLOT, 0xA00, 0, 0,
+					       peer_addr(p) };
 			check_recv_entry(&e[i], s[i], &w, "receive in posting order");
 			uint8_t want[PM_SLOT];
 			fill_pattern(want, PM_SLOT, 7000 + i);
@@ -726,15 +762,17 @@ static void post_late_b(struct peer *p, void *arg)
 		rbuf_check(b, 100, 100, 7100, "late-posted receive");
 		barrier(p);
 	}
-	EXPECT(late == 0, "%d of 20 receives posted after their message needed more than two "
-	       "fi_cq_read calls", late);
+	EXPECT(late == 0,
+	       "%d of 20 receives posted after their message needed more than two "
+	       "fi_cq_read calls",
+	       late);
 	free(b);
 }
 
 /* ---- receives posted right after a completion ------------------------------ */
 
 #define REARM_ROUNDS 20
-#define REARM_BIG 8000 /* over shm's eager limit and the network core's inject */
+#define REARM_BIG    8000 /* over shm's eager limit and the network core's inject */
 
 static void rearm_a(struct peer *p, void *arg)
 {
@@ -779,7 +817,8 @@ static void rearm_b(struct peer *p, void *arg)
 		uint64_t tag = 0xC00 + round;
 		g_tagged = 1;
 		memset(b[0], GUARD_BYTE, REARM_BIG);
-		POST(p->l.cq, fi_trecv(p->l.ep, b[0], REARM_BIG, NULL, peer_addr(p), tag, 0, &c[0]));
+		POST(p->l.cq,
+		     fi_trecv(p->l.ep, b[0], REARM_BIG, NULL, peer_addr(p), tag, 0, &c[0]));
 		struct want_recv w0 = { &c[0], 16, tag, 0, 0, peer_addr(p) };
 		wait_recv(p, &w0, "first receive");
 		rbuf_check(b[0], REARM_BIG, 16, 7200, "first receive");
@@ -787,8 +826,10 @@ static void rearm_b(struct peer *p, void *arg)
 		 * C, the second waits behind it. */
 		memset(b[1], GUARD_BYTE, REARM_BIG);
 		memset(b[2], GUARD_BYTE, REARM_BIG);
-		POST(p->l.cq, fi_trecv(p->l.ep, b[1], REARM_BIG, NULL, FI_ADDR_UNSPEC, tag, 0, &c[1]));
-		POST(p->l.cq, fi_trecv(p->l.ep, b[2], REARM_BIG, NULL, peer_addr(p), tag, 0, &c[2]));
+		POST(p->l.cq,
+		     fi_trecv(p->l.ep, b[1], REARM_BIG, NULL, FI_ADDR_UNSPEC, tag, 0, &c[1]));
+		POST(p->l.cq,
+		     fi_trecv(p->l.ep, b[2], REARM_BIG, NULL, peer_addr(p), tag, 0, &c[2]));
 		barrier(p);
 		struct want_recv w1 = { &c[1], 16, tag, 0, 0, peer_addr(p) };
 		wait_recv(p, &w1, "second receive (any source)");
@@ -798,10 +839,12 @@ static void rearm_b(struct peer *p, void *arg)
 		rbuf_check(b[2], REARM_BIG, REARM_BIG, 7300, "third receive");
 		/* Again right after a completion: cancel the receive. */
 		memset(b[3], GUARD_BYTE, REARM_BIG);
-		POST(p->l.cq, fi_trecv(p->l.ep, b[3], REARM_BIG, NULL, peer_addr(p), tag, 0, &c[3]));
+		POST(p->l.cq,
+		     fi_trecv(p->l.ep, b[3], REARM_BIG, NULL, peer_addr(p), tag, 0, &c[3]));
 		cancel_one(p, &c[3], "cancel a receive posted right after a completion");
 		memset(b[0], GUARD_BYTE, REARM_BIG);
-		POST(p->l.cq, fi_trecv(p->l.ep, b[0], REARM_BIG, NULL, peer_addr(p), tag, 0, &c[0]));
+		POST(p->l.cq,
+		     fi_trecv(p->l.ep, b[0], REARM_BIG, NULL, peer_addr(p), tag, 0, &c[0]));
 		barrier(p);
 		wait_recv(p, &w0, "receive after the cancel");
 		rbuf_check(b[0], REARM_BIG, 16, 7200, "receive after the cancel");
@@ -816,13 +859,15 @@ static void rearm_b(struct peer *p, void *arg)
 		 * another tag that comes first. */
 		g_tagged = 1;
 		memset(b[2], GUARD_BYTE, REARM_BIG);
-		POST(p->l.cq, fi_trecv(p->l.ep, b[2], REARM_BIG, NULL, peer_addr(p), tag + 0x100, 0, &c[2]));
+		POST(p->l.cq,
+		     fi_trecv(p->l.ep, b[2], REARM_BIG, NULL, peer_addr(p), tag + 0x100, 0, &c[2]));
 		barrier(p);
 		struct want_recv wt = { &c[2], 16, tag + 0x100, 0, 0, peer_addr(p) };
 		wait_recv(p, &wt, "receive of the second tag");
 		rbuf_check(b[2], REARM_BIG, 16, 7200, "receive of the second tag");
 		memset(b[3], GUARD_BYTE, REARM_BIG);
-		POST(p->l.cq, fi_trecv(p->l.ep, b[3], REARM_BIG, NULL, peer_addr(p), tag + 0x200, 0, &c[3]));
+		POST(p->l.cq,
+		     fi_trecv(p->l.ep, b[3], REARM_BIG, NULL, peer_addr(p), tag + 0x200, 0, &c[3]));
 		struct want_recv wo = { &c[3], 16, tag + 0x200, 0, 0, peer_addr(p) };
 		wait_recv(p, &wo, "receive of the first tag, posted late");
 		rbuf_check(b[3], REARM_BIG, 16, 7400, "receive of the first tag");

@@ -17,8 +17,8 @@
 #include "common.h"
 
 #define THREADS 4
-#define PER 1500
-#define TOTAL (THREADS * PER)
+#define PER	1500
+#define TOTAL	(THREADS * PER)
 
 struct shared {
 	struct peer *p;
@@ -29,8 +29,14 @@ struct shared {
 	int bad;
 };
 
-static size_t len_of(int k) { return (size_t)8 << (k % 12); } /* 8 B .. 16 KiB */
-static uint64_t tag_of(int k) { return 0x77000000ull + (uint64_t)k; }
+static size_t len_of(int k)
+{
+	return (size_t)8 << (k % 12);
+} /* 8 B .. 16 KiB */
+static uint64_t tag_of(int k)
+{
+	return 0x77000000ull + (uint64_t)k;
+}
 
 /* Reads and checks up to 8 completions; returns how many, or -1 on an
  * error completion. */
@@ -56,7 +62,8 @@ static ssize_t reap_once(struct shared *s, int recv_side)
 		}
 		if (recv_side) {
 			long long off = check_pattern(s->buf[k], len_of(k), 5000 + k);
-			if (e[i].tag != tag_of(k) || e[i].len != len_of(k) || off >= 0 || !(e[i].flags & FI_RECV)) {
+			if (e[i].tag != tag_of(k) || e[i].len != len_of(k) || off >= 0 ||
+			    !(e[i].flags & FI_RECV)) {
 				note("receive %d: tag %#llx len %zu, data differs at %lld", k,
 				     (unsigned long long)e[i].tag, e[i].len, off);
 				__atomic_store_n(&s->bad, 1, __ATOMIC_RELAXED);
@@ -78,14 +85,18 @@ static void reap(struct shared *s, int recv_side)
 		if (reap_once(s, recv_side) < 0)
 			return;
 		if (now_ms() > deadline) {
-			note("timed out: %d of %d completions", __atomic_load_n(&s->done, __ATOMIC_RELAXED), TOTAL);
+			note("timed out: %d of %d completions",
+			     __atomic_load_n(&s->done, __ATOMIC_RELAXED), TOTAL);
 			__atomic_store_n(&s->bad, 1, __ATOMIC_RELAXED);
 			return;
 		}
 	}
 }
 
-struct job { struct shared *s; int t; };
+struct job {
+	struct shared *s;
+	int t;
+};
 
 static void *send_thread(void *arg)
 {
@@ -95,8 +106,8 @@ static void *send_thread(void *arg)
 		int k = j->t * PER + i;
 		uint64_t deadline = now_ms() + WAIT_MS;
 		ssize_t r;
-		while ((r = fi_tsend(s->p->l.ep, s->buf[k], len_of(k), NULL, peer_addr(s->p), tag_of(k),
-				     &s->ctx[k])) == -FI_EAGAIN) {
+		while ((r = fi_tsend(s->p->l.ep, s->buf[k], len_of(k), NULL, peer_addr(s->p),
+				     tag_of(k), &s->ctx[k])) == -FI_EAGAIN) {
 			if (now_ms() > deadline || reap_once(s, 0) < 0)
 				break;
 		}
@@ -157,7 +168,8 @@ static void receiver(struct peer *p, void *arg)
 	s.p = p;
 	for (int k = 0; k < TOTAL; k++) {
 		s.buf[k] = xmalloc(len_of(k));
-		POST(p->l.cq, fi_trecv(p->l.ep, s.buf[k], len_of(k), NULL, peer_addr(p), tag_of(k), 0, &s.ctx[k]));
+		POST(p->l.cq, fi_trecv(p->l.ep, s.buf[k], len_of(k), NULL, peer_addr(p), tag_of(k),
+				       0, &s.ctx[k]));
 	}
 	barrier(p);
 	run_threads(&s, recv_thread);

@@ -23,19 +23,19 @@
 /* Failures that do not stop the rest of the test from being meaningful are
  * counted and reported at the end. */
 static int soft_failures;
-#define SOFT_EXPECT(cond, ...)                                                 \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			printf("[%s] FAIL %s:%d: expected %s: ", g_role, __FILE__, \
-			       __LINE__, #cond);                               \
-			printf(__VA_ARGS__);                                   \
-			printf("\n");                                          \
-			soft_failures++;                                       \
-		}                                                              \
+#define SOFT_EXPECT(cond, ...)                                                               \
+	do {                                                                                 \
+		if (!(cond)) {                                                               \
+			printf("[%s] FAIL %s:%d: expected %s: ", g_role, __FILE__, __LINE__, \
+			       #cond);                                                       \
+			printf(__VA_ARGS__);                                                 \
+			printf("\n");                                                        \
+			soft_failures++;                                                     \
+		}                                                                            \
 	} while (0)
 
-static void open_fabric_domain(const char *links, struct fi_info **info,
-			       struct fid_fabric **fab, struct fid_domain **dom)
+static void open_fabric_domain(const char *links, struct fi_info **info, struct fid_fabric **fab,
+			       struct fid_domain **dom)
 {
 	struct fi_info *h = lnx_hints();
 	set_links(links);
@@ -50,10 +50,12 @@ static void test_cq_formats(struct fid_domain *dom)
 {
 	static const enum fi_cq_format fmts[] = {
 		FI_CQ_FORMAT_UNSPEC, FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_MSG,
-		FI_CQ_FORMAT_DATA, FI_CQ_FORMAT_TAGGED,
+		FI_CQ_FORMAT_DATA,   FI_CQ_FORMAT_TAGGED,
 	};
 	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
-		struct fi_cq_attr attr = { .format = fmts[i], .wait_obj = FI_WAIT_NONE, .size = 64 };
+		struct fi_cq_attr attr = { .format = fmts[i],
+					   .wait_obj = FI_WAIT_NONE,
+					   .size = 64 };
 		struct fid_cq *cq;
 		struct fi_cq_tagged_entry e[4];
 		struct fi_cq_err_entry err;
@@ -192,7 +194,8 @@ garbage:
 	memset(garbage, 0, sizeof(garbage));
 	fg = 777;
 	CHECK_RC(fi_av_insert(av, garbage, 1, &fg, 0, NULL), 0);
-	EXPECT(fg == FI_ADDR_NOTAVAIL, "%s: zero blob got fi_addr %llu", tn, (unsigned long long)fg);
+	EXPECT(fg == FI_ADDR_NOTAVAIL, "%s: zero blob got fi_addr %llu", tn,
+	       (unsigned long long)fg);
 
 	/* Batch: a valid address (removed first, so it is not a duplicate)
 	 * and garbage. */
@@ -236,7 +239,8 @@ static void run_links(const char *links)
 	CHECK(fi_av_open(dom, &av_attr, &av, NULL));
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE };
 	CHECK(fi_cq_open(dom, &cq_attr, &cq, NULL));
-	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP,
+					  .wait_obj = FI_WAIT_UNSPEC };
 	CHECK(fi_cntr_open(dom, &cntr_attr, &cntr, NULL));
 
 	/* fi_enable without an AV must fail. */
@@ -282,8 +286,10 @@ static void run_links(const char *links)
 	CHECK(fi_getname(&ep3->fid, name3, &len));
 	EXPECT(len == LNX_ADDRLEN, "second endpoint name length %zu", len);
 	int distinct = memcmp(name, name3, LNX_ADDRLEN) != 0;
-	SOFT_EXPECT(distinct, "two endpoints of one domain (links %s) have identical "
-		    "fi_getname addresses", links);
+	SOFT_EXPECT(distinct,
+		    "two endpoints of one domain (links %s) have identical "
+		    "fi_getname addresses",
+		    links);
 
 	test_av(dom, FI_AV_MAP, name, LNX_ADDRLEN, distinct ? name3 : NULL);
 	test_av(dom, FI_AV_TABLE, name, LNX_ADDRLEN, distinct ? name3 : NULL);

@@ -16,7 +16,7 @@
  * limits) and bulk (CMA over shm, rendezvous over the network). */
 static const size_t k_sizes[] = { 1, 7, 100, 4000, 4040, 4096, 5000, 16000, 65536, 1000003 };
 #define NSIZES (sizeof(k_sizes) / sizeof(k_sizes[0]))
-#define GAP 64
+#define GAP    64
 
 static size_t sizes_total(void)
 {
@@ -37,10 +37,12 @@ static void sizes_a(struct peer *p, void *arg)
 		memset(dst, 0, n);
 		char what[64];
 		snprintf(what, sizeof(what), "write %zu", n);
-		POST(p->l.cq, fi_write(p->l.ep, src, n, NULL, peer_addr(p), r.addr + off, r.key, src));
+		POST(p->l.cq,
+		     fi_write(p->l.ep, src, n, NULL, peer_addr(p), r.addr + off, r.key, src));
 		wait_op(p, src, FI_RMA | FI_WRITE, what);
 		snprintf(what, sizeof(what), "read %zu", n);
-		POST(p->l.cq, fi_read(p->l.ep, dst, n, NULL, peer_addr(p), r.addr + off, r.key, dst));
+		POST(p->l.cq,
+		     fi_read(p->l.ep, dst, n, NULL, peer_addr(p), r.addr + off, r.key, dst));
 		wait_op(p, dst, FI_RMA | FI_READ, what);
 		EXPECT_PATTERN(dst, n, 1000 + i);
 		free(src);
@@ -61,7 +63,8 @@ static void sizes_b(struct peer *p, void *arg)
 	size_t off = 0;
 	for (size_t i = 0; i < NSIZES; i++) {
 		for (size_t g = 0; g < GAP; g++)
-			EXPECT(w.buf[off + g] == 0xee, "gap byte %zu before size %zu touched", g, k_sizes[i]);
+			EXPECT(w.buf[off + g] == 0xee, "gap byte %zu before size %zu touched", g,
+			       k_sizes[i]);
 		off += GAP;
 		EXPECT_PATTERN(w.buf + off, k_sizes[i], 1000 + i);
 		off += k_sizes[i];
@@ -83,23 +86,32 @@ static void data_a(struct peer *p, void *arg)
 	uint8_t *buf = xmalloc(300000);
 	uint64_t off = 0;
 	fill_pattern(buf, k_data_len[0], 10);
-	POST(p->l.cq, fi_writedata(p->l.ep, buf, k_data_len[0], NULL, k_data[0], peer_addr(p), r.addr + off, r.key, buf));
+	POST(p->l.cq, fi_writedata(p->l.ep, buf, k_data_len[0], NULL, k_data[0], peer_addr(p),
+				   r.addr + off, r.key, buf));
 	wait_op(p, buf, FI_RMA | FI_WRITE, "writedata");
 	off += k_data_len[0];
 	fill_pattern(buf, k_data_len[1], 11);
-	POST(p->l.cq, fi_inject_writedata(p->l.ep, buf, k_data_len[1], k_data[1], peer_addr(p), r.addr + off, r.key));
+	POST(p->l.cq, fi_inject_writedata(p->l.ep, buf, k_data_len[1], k_data[1], peer_addr(p),
+					  r.addr + off, r.key));
 	memset(buf, 0, k_data_len[1]); /* the inject's buffer is ours again */
 	off += k_data_len[1];
 	fill_pattern(buf, k_data_len[2], 12);
-	POST(p->l.cq, fi_writedata(p->l.ep, buf, k_data_len[2], NULL, k_data[2], peer_addr(p), r.addr + off, r.key, buf + 1));
+	POST(p->l.cq, fi_writedata(p->l.ep, buf, k_data_len[2], NULL, k_data[2], peer_addr(p),
+				   r.addr + off, r.key, buf + 1));
 	wait_op(p, buf + 1, FI_RMA | FI_WRITE, "writedata (bulk)");
 	off += k_data_len[2];
 	fill_pattern(buf, k_data_len[3], 13);
 	struct iovec iov = { buf, k_data_len[3] };
 	struct fi_rma_iov riov = { r.addr + off, k_data_len[3], r.key };
-	struct fi_msg_rma m = { .msg_iov = &iov, .iov_count = 1, .addr = peer_addr(p), .rma_iov = &riov,
-				.rma_iov_count = 1, .context = buf + 2, .data = k_data[3] };
-	POST(p->l.cq, fi_writemsg(p->l.ep, &m, FI_REMOTE_CQ_DATA | FI_COMPLETION | FI_DELIVERY_COMPLETE));
+	struct fi_msg_rma m = { .msg_iov = &iov,
+				.iov_count = 1,
+				.addr = peer_addr(p),
+				.rma_iov = &riov,
+				.rma_iov_count = 1,
+				.context = buf + 2,
+				.data = k_data[3] };
+	POST(p->l.cq,
+	     fi_writemsg(p->l.ep, &m, FI_REMOTE_CQ_DATA | FI_COMPLETION | FI_DELIVERY_COMPLETE));
 	wait_op(p, buf + 2, FI_RMA | FI_WRITE, "writemsg");
 	expect_no_completion(p->l.cq, 50, "inject_writedata");
 	barrier(p);
@@ -118,12 +130,14 @@ static void data_b(struct peer *p, void *arg)
 		int ret = wait_cq(p->l.cq, &e, &src, NULL, WAIT_MS);
 		EXPECT(ret == 0, "remote completion %d: %d", i, ret);
 		char b[256];
-		EXPECT(e.flags == (FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA), "remote completion %d flags %s", i,
-		       flags_str(e.flags, b, sizeof(b)));
+		EXPECT(e.flags == (FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA),
+		       "remote completion %d flags %s", i, flags_str(e.flags, b, sizeof(b)));
 		EXPECT(e.data == k_data[i], "remote completion %d data %#llx, want %#llx", i,
 		       (unsigned long long)e.data, (unsigned long long)k_data[i]);
-		EXPECT(e.len == k_data_len[i], "remote completion %d len %zu, want %zu", i, e.len, k_data_len[i]);
-		EXPECT(src == peer_addr(p), "remote completion %d source %llu", i, (unsigned long long)src);
+		EXPECT(e.len == k_data_len[i], "remote completion %d len %zu, want %zu", i, e.len,
+		       k_data_len[i]);
+		EXPECT(src == peer_addr(p), "remote completion %d source %llu", i,
+		       (unsigned long long)src);
 		/* The data is in place when its completion is. */
 		EXPECT_PATTERN(w.buf + off, k_data_len[i], 10 + i);
 		off += k_data_len[i];
@@ -187,16 +201,21 @@ static void bad_a(struct peer *p, void *arg)
 	POST(p->l.cq, fi_read(p->l.ep, buf, 100, NULL, peer_addr(p), wo.addr, wo.key, &ctx[2]));
 	wait_err(p, &ctx[2], FI_EACCES, FI_RMA | FI_READ, "read from a write-only MR");
 	/* Unknown key. */
-	POST(p->l.cq, fi_write(p->l.ep, buf, 100, NULL, peer_addr(p), wo.addr, wo.key + ro.key + 1000, &ctx[3]));
+	POST(p->l.cq, fi_write(p->l.ep, buf, 100, NULL, peer_addr(p), wo.addr,
+			       wo.key + ro.key + 1000, &ctx[3]));
 	wait_err(p, &ctx[3], FI_EKEYREJECTED, FI_RMA | FI_WRITE, "write with an unknown key");
-	POST(p->l.cq, fi_read(p->l.ep, buf, big, NULL, peer_addr(p), ro.addr, ro.key + wo.key + 1000, &ctx[4]));
+	POST(p->l.cq, fi_read(p->l.ep, buf, big, NULL, peer_addr(p), ro.addr,
+			      ro.key + wo.key + 1000, &ctx[4]));
 	wait_err(p, &ctx[4], FI_EKEYREJECTED, FI_RMA | FI_READ, "bulk read with an unknown key");
 	/* Past the end, by one byte and by a bulk write. */
-	POST(p->l.cq, fi_write(p->l.ep, buf, 100, NULL, peer_addr(p), wo.addr + wo.len - 99, wo.key, &ctx[5]));
+	POST(p->l.cq, fi_write(p->l.ep, buf, 100, NULL, peer_addr(p), wo.addr + wo.len - 99, wo.key,
+			       &ctx[5]));
 	wait_err(p, &ctx[5], FI_EINVAL, FI_RMA | FI_WRITE, "write one byte past the end");
-	POST(p->l.cq, fi_write(p->l.ep, buf, big, NULL, peer_addr(p), wo.addr + 1, wo.key, &ctx[6]));
+	POST(p->l.cq,
+	     fi_write(p->l.ep, buf, big, NULL, peer_addr(p), wo.addr + 1, wo.key, &ctx[6]));
 	wait_err(p, &ctx[6], FI_EINVAL, FI_RMA | FI_WRITE, "bulk write past the end");
-	POST(p->l.cq, fi_read(p->l.ep, buf, 100, NULL, peer_addr(p), ro.addr + ro.len, ro.key, &ctx[7]));
+	POST(p->l.cq,
+	     fi_read(p->l.ep, buf, 100, NULL, peer_addr(p), ro.addr + ro.len, ro.key, &ctx[7]));
 	wait_err(p, &ctx[7], FI_EINVAL, FI_RMA | FI_READ, "read at the end");
 	/* Below the start (virtual addresses), or a huge offset. */
 	uint64_t below = virt_addr(p) ? wo.addr - 1 : ~(uint64_t)0 - 10;
@@ -211,13 +230,18 @@ static void bad_a(struct peer *p, void *arg)
 	g_cq_print_errors = saved;
 	EXPECT(r == -FI_EACCES, "refused inject write -> %d", r);
 	/* Something valid still works after all that. */
-	POST(p->l.cq, fi_write(p->l.ep, buf, 100, NULL, peer_addr(p), wo.addr + 8, wo.key, &ctx[9]));
+	POST(p->l.cq,
+	     fi_write(p->l.ep, buf, 100, NULL, peer_addr(p), wo.addr + 8, wo.key, &ctx[9]));
 	wait_op(p, &ctx[9], FI_RMA | FI_WRITE, "valid write");
 	/* More than one remote range is refused at once. */
 	struct iovec iov = { buf, 16 };
 	struct fi_rma_iov riov[2] = { { wo.addr, 8, wo.key }, { wo.addr + 8, 8, wo.key } };
-	struct fi_msg_rma m = { .msg_iov = &iov, .iov_count = 1, .addr = peer_addr(p), .rma_iov = riov,
-				.rma_iov_count = 2, .context = &ctx[10] };
+	struct fi_msg_rma m = { .msg_iov = &iov,
+				.iov_count = 1,
+				.addr = peer_addr(p),
+				.rma_iov = riov,
+				.rma_iov_count = 2,
+				.context = &ctx[10] };
 	CHECK_RC(fi_writemsg(p->l.ep, &m, 0), -FI_EINVAL);
 	barrier(p);
 	free(buf);
@@ -239,7 +263,8 @@ static void bad_b(struct peer *p, void *arg)
 	EXPECT_PATTERN(wo.buf + 8, 100, 99);
 	uint8_t *ref = xmalloc(wo.len);
 	fill_pattern(ref, wo.len, 6);
-	EXPECT(!memcmp(wo.buf + 108, ref + 108, wo.len - 108), "write window touched past the valid write");
+	EXPECT(!memcmp(wo.buf + 108, ref + 108, wo.len - 108),
+	       "write window touched past the valid write");
 	free(ref);
 	win_close(&ro);
 	win_close(&wo);
@@ -271,8 +296,12 @@ static void iov_a(struct peer *p, void *arg)
 	memset(dst, 0, total);
 	struct iovec one = { dst, 1000 };
 	struct fi_rma_iov ri = { r.addr + 4000, 1000, r.key };
-	struct fi_msg_rma m = { .msg_iov = &one, .iov_count = 1, .addr = peer_addr(p), .rma_iov = &ri,
-				.rma_iov_count = 1, .context = dst + 1 };
+	struct fi_msg_rma m = { .msg_iov = &one,
+				.iov_count = 1,
+				.addr = peer_addr(p),
+				.rma_iov = &ri,
+				.rma_iov_count = 1,
+				.context = dst + 1 };
 	POST(p->l.cq, fi_readmsg(p->l.ep, &m, FI_COMPLETION));
 	wait_op(p, dst + 1, FI_RMA | FI_READ, "readmsg");
 	EXPECT(!memcmp(dst, src + 4000, 1000), "readmsg data");
@@ -305,7 +334,8 @@ static void both(struct peer *p, void *arg)
 		size_t n = (size_t)1 << (i + 4);
 		if (n > (1 << 20))
 			n = 1 << 20;
-		POST(p->l.cq, fi_write(p->l.ep, src, n, NULL, peer_addr(p), r.addr, r.key, src + i));
+		POST(p->l.cq,
+		     fi_write(p->l.ep, src, n, NULL, peer_addr(p), r.addr, r.key, src + i));
 		wait_op(p, src + i, FI_RMA | FI_WRITE, "crossed write");
 	}
 	barrier(p);
@@ -326,12 +356,14 @@ static void cntr_a(struct peer *p, void *arg)
 	fill_pattern(buf, 100000, 50);
 	for (int i = 0; i < NCW; i++) {
 		size_t n = i == 2 ? 100000 : 64; /* one bulk write */
-		POST(p->l.cq, fi_write(p->l.ep, buf, n, NULL, peer_addr(p), r.addr, r.key, buf + i));
+		POST(p->l.cq,
+		     fi_write(p->l.ep, buf, n, NULL, peer_addr(p), r.addr, r.key, buf + i));
 		wait_op(p, buf + i, FI_RMA | FI_WRITE, "counted write");
 	}
 	POST(p->l.cq, fi_inject_write(p->l.ep, buf, 8, peer_addr(p), r.addr, r.key));
 	for (int i = 0; i < NCR; i++) {
-		POST(p->l.cq, fi_read(p->l.ep, buf, 64, NULL, peer_addr(p), r.addr, r.key, buf + 10 + i));
+		POST(p->l.cq,
+		     fi_read(p->l.ep, buf, 64, NULL, peer_addr(p), r.addr, r.key, buf + 10 + i));
 		wait_op(p, buf + 10 + i, FI_RMA | FI_READ, "counted read");
 	}
 	/* A refused write counts as an error, not a success. */
@@ -373,7 +405,8 @@ static void armed_a(struct peer *p, void *arg)
 	uint8_t buf[256];
 	for (int i = 0; i < 20; i++) {
 		fill_pattern(buf, sizeof(buf), 60 + i);
-		POST(p->l.cq, fi_writedata(p->l.ep, buf, sizeof(buf), NULL, 1000 + i, peer_addr(p), r.addr, r.key, buf));
+		POST(p->l.cq, fi_writedata(p->l.ep, buf, sizeof(buf), NULL, 1000 + i, peer_addr(p),
+					   r.addr, r.key, buf));
 		wait_op(p, buf, FI_RMA | FI_WRITE, "writedata");
 	}
 	uint64_t msg = 0x5555;
@@ -393,8 +426,10 @@ static void armed_b(struct peer *p, void *arg)
 		struct fi_cq_tagged_entry e;
 		int ret = wait_cq(p->l.cq, &e, NULL, NULL, WAIT_MS);
 		EXPECT(ret == 0, "remote completion %d: %d", i, ret);
-		EXPECT(e.flags == (FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA) && e.data == 1000 + (uint64_t)i,
-		       "entry %d: flags %#llx data %llu", i, (unsigned long long)e.flags, (unsigned long long)e.data);
+		EXPECT(e.flags == (FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA) &&
+			       e.data == 1000 + (uint64_t)i,
+		       "entry %d: flags %#llx data %llu", i, (unsigned long long)e.flags,
+		       (unsigned long long)e.data);
 		EXPECT_PATTERN(w.buf, 256, 60 + i);
 	}
 	wait_op(p, &got, FI_RECV | FI_TAGGED, "trecv");
@@ -405,7 +440,11 @@ static void armed_b(struct peer *p, void *arg)
 
 static const struct subtest cases[] = {
 	{ .name = "armed", .a = armed_a, .b = armed_b, .opt_caps = RMA_CAPS },
-	{ .name = "counters", .a = cntr_a, .b = cntr_b, .opt_caps = RMA_CAPS | FI_RMA_EVENT, .counters = 2 },
+	{ .name = "counters",
+	  .a = cntr_a,
+	  .b = cntr_b,
+	  .opt_caps = RMA_CAPS | FI_RMA_EVENT,
+	  .counters = 2 },
 	{ .name = "sizes", .a = sizes_a, .b = sizes_b, .opt_caps = RMA_CAPS },
 	{ .name = "data", .a = data_a, .b = data_b, .opt_caps = RMA_CAPS },
 	{ .name = "inject", .a = inject_a, .b = inject_b, .opt_caps = RMA_CAPS },
@@ -413,9 +452,15 @@ static const struct subtest cases[] = {
 	{ .name = "iov", .a = iov_a, .b = iov_b, .opt_caps = RMA_CAPS },
 	{ .name = "both", .a = both, .b = both, .opt_caps = RMA_CAPS },
 	/* 0-based addressing: no FI_MR_VIRT_ADDR in the domain. */
-	{ .name = "sizes_offset", .a = sizes_a, .b = sizes_b, .opt_caps = RMA_CAPS,
+	{ .name = "sizes_offset",
+	  .a = sizes_a,
+	  .b = sizes_b,
+	  .opt_caps = RMA_CAPS,
 	  .mr_mode = FI_MR_ALLOCATED | FI_MR_PROV_KEY },
-	{ .name = "bad_offset", .a = bad_a, .b = bad_b, .opt_caps = RMA_CAPS,
+	{ .name = "bad_offset",
+	  .a = bad_a,
+	  .b = bad_b,
+	  .opt_caps = RMA_CAPS,
 	  .mr_mode = FI_MR_ALLOCATED | FI_MR_PROV_KEY },
 };
 

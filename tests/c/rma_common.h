@@ -12,9 +12,10 @@
 #include "common.h"
 
 /* Caps the one-sided tests ask for beside lnx_hints()'s. */
-#define RMA_CAPS (FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | \
-		  FI_LOCAL_COMM | FI_REMOTE_COMM | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE |  \
-		  FI_REMOTE_READ | FI_REMOTE_WRITE)
+#define RMA_CAPS                                                                                 \
+	(FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | \
+	 FI_REMOTE_COMM | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ |             \
+	 FI_REMOTE_WRITE)
 
 /* A registered window of this process, and how a peer addresses it. */
 struct win {
@@ -35,7 +36,8 @@ static inline int virt_addr(struct peer *p)
 	return (p->l.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
 }
 
-static inline void win_reg(struct peer *p, struct win *w, size_t len, uint64_t access, uint64_t req_key)
+static inline void win_reg(struct peer *p, struct win *w, size_t len, uint64_t access,
+			   uint64_t req_key)
 {
 	w->len = len;
 	w->buf = xmalloc(len);
@@ -88,8 +90,8 @@ static inline void wait_err(struct peer *p, void *ctx, int want, uint64_t flags,
 	g_cq_print_errors = 0;
 	int r = wait_cq(p->l.cq, &e, NULL, &err, WAIT_MS);
 	g_cq_print_errors = saved;
-	EXPECT(r == -want, "%s: completion -> %d (%s), want error %d (%s)", what, r, fi_strerror(-r), want,
-	       fi_strerror(want));
+	EXPECT(r == -want, "%s: completion -> %d (%s), want error %d (%s)", what, r,
+	       fi_strerror(-r), want, fi_strerror(want));
 	EXPECT(err.op_context == ctx, "%s: error context %p, want %p", what, err.op_context, ctx);
 	EXPECT(err.err == want, "%s: err %d", what, err.err);
 	EXPECT((err.flags & flags) == flags, "%s: error flags %#llx lack %#llx", what,

@@ -20,7 +20,7 @@
  */
 #include "common.h"
 
-#define N 24 /* sends with a completion */
+#define N	  24 /* sends with a completion */
 #define GUARD_LEN 64
 
 static enum fi_cq_format g_fmt;
@@ -62,7 +62,8 @@ static int read_one_from(struct fid_cq *cq, struct fi_cq_tagged_entry *out, int 
 	}
 	const uint8_t *raw = (const uint8_t *)&e;
 	for (size_t i = cq_entry_size(g_fmt); i < sizeof(e); i++)
-		EXPECT(raw[i] == 0xee, "fi_cq_read wrote byte %zu, past a %zu-byte entry", i, cq_entry_size(g_fmt));
+		EXPECT(raw[i] == 0xee, "fi_cq_read wrote byte %zu, past a %zu-byte entry", i,
+		       cq_entry_size(g_fmt));
 	cq_widen(g_fmt, &e, out);
 	return 1;
 }
@@ -72,7 +73,10 @@ static int read_one(struct fid_cq *cq, struct fi_cq_tagged_entry *out, int ms)
 	return read_one_from(cq, out, ms, NULL);
 }
 
-static size_t len_of(int i) { return i % 6 == 5 ? 256 * 1024 : i % 3 == 2 ? 4096 : 16; }
+static size_t len_of(int i)
+{
+	return i % 6 == 5 ? 256 * 1024 : i % 3 == 2 ? 4096 : 16;
+}
 
 static void sender(struct peer *p, void *arg)
 {
@@ -87,14 +91,19 @@ static void sender(struct peer *p, void *arg)
 		fill_pattern(b[i], len_of(i), 700 + i);
 		fi_addr_t d = peer_addr(p);
 		if (i % 4 == 1) {
-			POST(p->l.cq, fi_tsenddata(p->l.ep, b[i], len_of(i), NULL, 0xd000 + i, d, 0x500 + i, &ctx[i]));
+			POST(p->l.cq, fi_tsenddata(p->l.ep, b[i], len_of(i), NULL, 0xd000 + i, d,
+						   0x500 + i, &ctx[i]));
 		} else if (i % 8 == 3) {
 			struct iovec iov = { b[i], len_of(i) };
-			struct fi_msg_tagged m = { .msg_iov = &iov, .iov_count = 1, .addr = d,
-						   .tag = 0x500 + i, .context = &ctx[i] };
+			struct fi_msg_tagged m = { .msg_iov = &iov,
+						   .iov_count = 1,
+						   .addr = d,
+						   .tag = 0x500 + i,
+						   .context = &ctx[i] };
 			POST(p->l.cq, fi_tsendmsg(p->l.ep, &m, FI_COMPLETION));
 		} else {
-			POST(p->l.cq, fi_tsend(p->l.ep, b[i], len_of(i), NULL, d, 0x500 + i, &ctx[i]));
+			POST(p->l.cq,
+			     fi_tsend(p->l.ep, b[i], len_of(i), NULL, d, 0x500 + i, &ctx[i]));
 		}
 		/* An inject between every send: it must add no completion. */
 		POST(p->l.cq, fi_tinject(p->l.ep, small, sizeof(small), d, 0x900 + i));
@@ -104,13 +113,17 @@ static void sender(struct peer *p, void *arg)
 		if (!read_one(p->l.cq, &e, WAIT_MS))
 			FAIL("format %d: %d of %d send completions", g_fmt, k, N);
 		int i = (int)((struct fi_context2 *)e.op_context - ctx);
-		EXPECT(i >= 0 && i < N, "format %d: send completion with a foreign context %p", g_fmt, e.op_context);
+		EXPECT(i >= 0 && i < N, "format %d: send completion with a foreign context %p",
+		       g_fmt, e.op_context);
 		EXPECT(!seen[i]++, "format %d: send %d completed twice", g_fmt, i);
 		if (g_fmt != FI_CQ_FORMAT_CONTEXT) {
 			char fl[256];
-			EXPECT((e.flags & (FI_SEND | FI_TAGGED)) == (FI_SEND | FI_TAGGED) && !(e.flags & FI_RECV),
-			       "format %d: send %d flags %s", g_fmt, i, flags_str(e.flags, fl, sizeof(fl)));
-			EXPECT(e.len == 0, "format %d: send %d completion len %zu", g_fmt, i, e.len);
+			EXPECT((e.flags & (FI_SEND | FI_TAGGED)) == (FI_SEND | FI_TAGGED) &&
+				       !(e.flags & FI_RECV),
+			       "format %d: send %d flags %s", g_fmt, i,
+			       flags_str(e.flags, fl, sizeof(fl)));
+			EXPECT(e.len == 0, "format %d: send %d completion len %zu", g_fmt, i,
+			       e.len);
 		}
 		if (g_fmt == FI_CQ_FORMAT_DATA || g_fmt == FI_CQ_FORMAT_TAGGED)
 			EXPECT(e.data == 0, "format %d: send %d completion data %#llx", g_fmt, i,
@@ -119,8 +132,8 @@ static void sender(struct peer *p, void *arg)
 	/* The injects completed nothing. */
 	progress_for(p->l.cq, 50);
 	struct fi_cq_tagged_entry extra;
-	EXPECT(!read_one(p->l.cq, &extra, 100), "format %d: a completion nobody asked for (context %p)",
-	       g_fmt, extra.op_context);
+	EXPECT(!read_one(p->l.cq, &extra, 100),
+	       "format %d: a completion nobody asked for (context %p)", g_fmt, extra.op_context);
 	barrier(p);
 	for (int i = 0; i < N; i++)
 		free(b[i]);
@@ -129,16 +142,18 @@ static void sender(struct peer *p, void *arg)
 /* Checks the fields a receive completion has in the CQ's format: flags
  * (receive, tagged, CQ data exactly when sent), length, buffer, data, tag.
  * what and i name the message in failures. */
-static void check_recv(const struct fi_cq_tagged_entry *e, size_t len, const void *buf, int has_data,
-		       uint64_t data, uint64_t tag, const char *what, int i)
+static void check_recv(const struct fi_cq_tagged_entry *e, size_t len, const void *buf,
+		       int has_data, uint64_t data, uint64_t tag, const char *what, int i)
 {
 	if (g_fmt == FI_CQ_FORMAT_CONTEXT)
 		return;
 	char fl[256];
 	uint64_t want = FI_RECV | FI_TAGGED | (has_data ? FI_REMOTE_CQ_DATA : 0);
 	EXPECT((e->flags & (FI_RECV | FI_SEND | FI_TAGGED | FI_MSG | FI_REMOTE_CQ_DATA)) == want,
-	       "format %d: %s %d: receive flags %s", g_fmt, what, i, flags_str(e->flags, fl, sizeof(fl)));
-	EXPECT(e->len == len, "format %d: %s %d: length %zu, want %zu", g_fmt, what, i, e->len, len);
+	       "format %d: %s %d: receive flags %s", g_fmt, what, i,
+	       flags_str(e->flags, fl, sizeof(fl)));
+	EXPECT(e->len == len, "format %d: %s %d: length %zu, want %zu", g_fmt, what, i, e->len,
+	       len);
 	if (g_fmt == FI_CQ_FORMAT_MSG)
 		return;
 	EXPECT(e->buf == buf, "format %d: %s %d: buf %p, want %p", g_fmt, what, i, e->buf, buf);
@@ -181,29 +196,37 @@ static void pingpong(struct peer *p, void *arg)
 		if (!mine) {
 			int any = (i / 2) % 4 == 3;
 			memset(rb, 0xee, max + GUARD_LEN);
-			POST(p->l.cq, fi_trecv(p->l.ep, rb, max, NULL, any ? FI_ADDR_UNSPEC : d, tag, 0, &rc));
+			POST(p->l.cq, fi_trecv(p->l.ep, rb, max, NULL, any ? FI_ADDR_UNSPEC : d,
+					       tag, 0, &rc));
 			struct fi_cq_tagged_entry e;
 			fi_addr_t src = FI_ADDR_NOTAVAIL;
 			if (!read_one_from(p->l.cq, &e, WAIT_MS, any ? &src : NULL))
 				FAIL("format %d: round %d: no receive completion", g_fmt, i);
-			EXPECT(!any || src == d, "format %d: round %d: any-source receive from %llu, want %llu", g_fmt,
-			       i, (unsigned long long)src, (unsigned long long)d);
-			EXPECT(e.op_context == &rc, "format %d: round %d: receive context %p", g_fmt, i, e.op_context);
-			EXPECT(check_pattern(rb, len, 5000 + i) < 0, "format %d: round %d: payload", g_fmt, i);
+			EXPECT(!any || src == d,
+			       "format %d: round %d: any-source receive from %llu, want %llu",
+			       g_fmt, i, (unsigned long long)src, (unsigned long long)d);
+			EXPECT(e.op_context == &rc, "format %d: round %d: receive context %p",
+			       g_fmt, i, e.op_context);
+			EXPECT(check_pattern(rb, len, 5000 + i) < 0, "format %d: round %d: payload",
+			       g_fmt, i);
 			for (size_t k = len; k < max + GUARD_LEN; k++)
 				if (rb[k] != 0xee)
-					FAIL("format %d: round %d: byte %zu past the message written", g_fmt, i, k);
+					FAIL("format %d: round %d: byte %zu past the message "
+					     "written",
+					     g_fmt, i, k);
 			check_recv(&e, len, rb, i % 3 == 0, data, tag, "round", i);
 		} else {
 			fill_pattern(sb, len, 5000 + i);
 			if (i % 3 == 0)
-				POST(p->l.cq, fi_tsenddata(p->l.ep, sb, len, NULL, data, d, tag, &sc));
+				POST(p->l.cq,
+				     fi_tsenddata(p->l.ep, sb, len, NULL, data, d, tag, &sc));
 			else
 				POST(p->l.cq, fi_tsend(p->l.ep, sb, len, NULL, d, tag, &sc));
 			struct fi_cq_tagged_entry e;
 			if (!read_one(p->l.cq, &e, WAIT_MS))
 				FAIL("format %d: round %d: no send completion", g_fmt, i);
-			EXPECT(e.op_context == &sc, "format %d: round %d: send context %p", g_fmt, i, e.op_context);
+			EXPECT(e.op_context == &sc, "format %d: round %d: send context %p", g_fmt,
+			       i, e.op_context);
 		}
 	}
 	barrier(p);
@@ -218,8 +241,10 @@ static void receiver(struct peer *p, void *arg)
 	for (int i = 0; i < N; i++) {
 		b[2 * i] = xmalloc(len_of(i));
 		b[2 * i + 1] = xmalloc(8);
-		POST(p->l.cq, fi_trecv(p->l.ep, b[2 * i], len_of(i), NULL, peer_addr(p), 0x500 + i, 0, &ctx[2 * i]));
-		POST(p->l.cq, fi_trecv(p->l.ep, b[2 * i + 1], 8, NULL, peer_addr(p), 0x900 + i, 0, &ctx[2 * i + 1]));
+		POST(p->l.cq, fi_trecv(p->l.ep, b[2 * i], len_of(i), NULL, peer_addr(p), 0x500 + i,
+				       0, &ctx[2 * i]));
+		POST(p->l.cq, fi_trecv(p->l.ep, b[2 * i + 1], 8, NULL, peer_addr(p), 0x900 + i, 0,
+				       &ctx[2 * i + 1]));
 	}
 	barrier(p);
 	int seen[2 * N] = { 0 };
@@ -228,13 +253,15 @@ static void receiver(struct peer *p, void *arg)
 		if (!read_one(p->l.cq, &e, WAIT_MS))
 			FAIL("format %d: %d of %d receives", g_fmt, k, 2 * N);
 		int j = (int)((struct fi_context2 *)e.op_context - ctx);
-		EXPECT(j >= 0 && j < 2 * N && !seen[j]++, "format %d: bad or repeated receive context", g_fmt);
+		EXPECT(j >= 0 && j < 2 * N && !seen[j]++,
+		       "format %d: bad or repeated receive context", g_fmt);
 		int i = j / 2, inj = j % 2;
 		size_t len = inj ? 8 : len_of(i);
 		long long off = check_pattern(b[j], len, inj ? 999 : 700 + i);
-		EXPECT(off < 0, "format %d: message %d%s differs at %lld", g_fmt, i, inj ? " (inject)" : "", off);
-		check_recv(&e, len, b[j], !inj && i % 4 == 1, 0xd000 + (uint64_t)i, (inj ? 0x900u : 0x500u) + (uint64_t)i,
-			   inj ? "inject" : "message", i);
+		EXPECT(off < 0, "format %d: message %d%s differs at %lld", g_fmt, i,
+		       inj ? " (inject)" : "", off);
+		check_recv(&e, len, b[j], !inj && i % 4 == 1, 0xd000 + (uint64_t)i,
+			   (inj ? 0x900u : 0x500u) + (uint64_t)i, inj ? "inject" : "message", i);
 	}
 	barrier(p);
 	for (int j = 0; j < 2 * N; j++)
@@ -245,8 +272,8 @@ int main(int argc, char **argv)
 {
 	struct lnx_opts o = { 0 };
 	msg_test_opts(argc, argv, &o);
-	static const enum fi_cq_format fmts[] = { FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_MSG, FI_CQ_FORMAT_DATA,
-						   FI_CQ_FORMAT_TAGGED };
+	static const enum fi_cq_format fmts[] = { FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_MSG,
+						  FI_CQ_FORMAT_DATA, FI_CQ_FORMAT_TAGGED };
 	int failed = 0;
 	for (size_t f = 0; f < sizeof(fmts) / sizeof(fmts[0]); f++) {
 		g_fmt = fmts[f];

@@ -35,13 +35,13 @@
 #include <unistd.h>
 #include "common.h"
 
-#define NW 8
-#define PER_NODE 4
-#define MAXMSG (1u << 20)
+#define NW	    8
+#define PER_NODE    4
+#define MAXMSG	    (1u << 20)
 #define SEND_WINDOW 8
-#define NRECV 8 /* of each kind */
-#define CHAOS_MS 3000
-#define MAGIC 0x4b414f53u
+#define NRECV	    8 /* of each kind */
+#define CHAOS_MS    3000
+#define MAGIC	    0x4b414f53u
 
 /* ---- worker ---------------------------------------------------------------- */
 
@@ -96,7 +96,8 @@ static void post_recv(struct rctx *r)
 	ssize_t ret;
 	do {
 		if (r->tagged)
-			ret = fi_trecv(W.l.ep, r->buf, MAXMSG, NULL, FI_ADDR_UNSPEC, 0, ~0ULL, &r->ctx);
+			ret = fi_trecv(W.l.ep, r->buf, MAXMSG, NULL, FI_ADDR_UNSPEC, 0, ~0ULL,
+				       &r->ctx);
 		else
 			ret = fi_recv(W.l.ep, r->buf, MAXMSG, NULL, FI_ADDR_UNSPEC, &r->ctx);
 		if (ret == -FI_EAGAIN)
@@ -118,7 +119,10 @@ static size_t pick_size(void)
 	return 131072 + rnd() % (MAXMSG - 131072 + 1);
 }
 
-static uint64_t tag_of(uint64_t seed) { return seed & 0x0000ffffffffffffULL; }
+static uint64_t tag_of(uint64_t seed)
+{
+	return seed & 0x0000ffffffffffffULL;
+}
 
 static void fill_msg(uint8_t *b, size_t len, uint64_t seed)
 {
@@ -150,7 +154,8 @@ static void check_msg(const uint8_t *b, size_t len, int tagged, uint64_t tag)
 	if (h[0] != MAGIC || h[1] != len)
 		FAIL("CORRUPT: header magic %#x len %u, completion len %zu", h[0], h[1], len);
 	if (tagged && tag != tag_of(seed))
-		FAIL("CORRUPT: tag %#lx, message says %#lx", (unsigned long)tag, (unsigned long)tag_of(seed));
+		FAIL("CORRUPT: tag %#lx, message says %#lx", (unsigned long)tag,
+		     (unsigned long)tag_of(seed));
 	long long off = check_pattern(b + 32, len - 32, seed);
 	if (off >= 0)
 		FAIL("CORRUPT: %zu-byte message from slot %u inc %u differs at byte %lld", len,
@@ -174,8 +179,9 @@ static void try_send(void)
 		uint64_t seed = rnd() | 1;
 		int tagged = rnd() & 1;
 		fill_msg(s->buf, len, seed);
-		ssize_t ret = tagged ? fi_tsend(W.l.ep, s->buf, len, NULL, W.addr[dst], tag_of(seed), &s->ctx)
-				     : fi_send(W.l.ep, s->buf, len, NULL, W.addr[dst], &s->ctx);
+		ssize_t ret = tagged ? fi_tsend(W.l.ep, s->buf, len, NULL, W.addr[dst],
+						tag_of(seed), &s->ctx) :
+				       fi_send(W.l.ep, s->buf, len, NULL, W.addr[dst], &s->ctx);
 		if (ret == -FI_EAGAIN)
 			return;
 		if (ret) {
@@ -214,7 +220,8 @@ static void completion(void *ctx, int err, size_t len, uint64_t flags, uint64_t 
 				W.rerrs++;
 			} else {
 				if (!!(flags & FI_TAGGED) != W.r[k].tagged)
-					FAIL("CORRUPT: completion flags %#lx for a %s receive", (unsigned long)flags,
+					FAIL("CORRUPT: completion flags %#lx for a %s receive",
+					     (unsigned long)flags,
 					     W.r[k].tagged ? "tagged" : "untagged");
 				check_msg(W.r[k].buf, len, W.r[k].tagged, tag);
 				W.rmsgs++;
@@ -243,7 +250,10 @@ static void drain_cq(void)
 	}
 }
 
-static int unhex(char c) { return c <= '9' ? c - '0' : c - 'a' + 10; }
+static int unhex(char c)
+{
+	return c <= '9' ? c - '0' : c - 'a' + 10;
+}
 
 static void control_line(char *ln)
 {
@@ -270,7 +280,8 @@ static void control_line(char *ln)
 static void read_control(void)
 {
 	for (;;) {
-		ssize_t n = recv(W.fd, W.line + W.linelen, sizeof(W.line) - 1 - W.linelen, MSG_DONTWAIT);
+		ssize_t n = recv(W.fd, W.line + W.linelen, sizeof(W.line) - 1 - W.linelen,
+				 MSG_DONTWAIT);
 		if (n == 0)
 			_exit(3); /* the parent is gone */
 		if (n < 0)
@@ -290,9 +301,9 @@ static void read_control(void)
 
 static void stats_line(const char *kind)
 {
-	wsend("%s %lu %lu %lu %lu %lu %lu %lu\n", kind, (unsigned long)W.rmsgs, (unsigned long)W.rbytes,
-	      (unsigned long)W.rerrs, (unsigned long)W.smsgs, (unsigned long)W.sbytes, (unsigned long)W.serrs,
-	      (unsigned long)W.sfail_now);
+	wsend("%s %lu %lu %lu %lu %lu %lu %lu\n", kind, (unsigned long)W.rmsgs,
+	      (unsigned long)W.rbytes, (unsigned long)W.rerrs, (unsigned long)W.smsgs,
+	      (unsigned long)W.sbytes, (unsigned long)W.serrs, (unsigned long)W.sfail_now);
 }
 
 static void worker(int slot, int inc, int fd, const char *node)
@@ -334,7 +345,9 @@ static void worker(int slot, int inc, int fd, const char *node)
 					wsend("DRAINED\n");
 					drained_sent = 1;
 				} else if (t > drain_deadline) {
-					FAIL("HANG: %d sends still outstanding 60 s after the drain began", sends_busy());
+					FAIL("HANG: %d sends still outstanding 60 s after the "
+					     "drain began",
+					     sends_busy());
 				}
 			}
 			if (W.draining == 2)
@@ -355,7 +368,7 @@ struct wk {
 	char addr[2 * ADDR_MAX + 1];
 	char buf[8192];
 	size_t len;
-	uint64_t st[7];	  /* latest STAT */
+	uint64_t st[7]; /* latest STAT */
 	int drained;
 	long rss_warm, rss_peak, fd_warm, fd_peak; /* kB, count; -1 = not yet */
 };
@@ -484,8 +497,8 @@ static int pread_lines(int i)
 				n = sizeof(w->addr) - 1;
 			memmove(w->addr, w->buf + 6, n);
 			w->addr[n] = 0;
-		} else if (sscanf(w->buf, "%*s %lu %lu %lu %lu %lu %lu %lu", &v[0], &v[1], &v[2], &v[3], &v[4],
-				  &v[5], &v[6]) == 7) {
+		} else if (sscanf(w->buf, "%*s %lu %lu %lu %lu %lu %lu %lu", &v[0], &v[1], &v[2],
+				  &v[3], &v[4], &v[5], &v[6]) == 7) {
 			for (int k = 0; k < 7; k++)
 				w->st[k] = v[k];
 		} else if (!strcmp(w->buf, "DRAINED")) {
@@ -527,8 +540,8 @@ static void reap(void)
 			continue;
 		pid_t r = waitpid(wk[i].pid, &status, WNOHANG);
 		if (r == wk[i].pid) {
-			printf("soak: FAIL worker %d (pid %d) died on its own: %s %d\n", i, (int)wk[i].pid,
-			       WIFSIGNALED(status) ? "signal" : "exit",
+			printf("soak: FAIL worker %d (pid %d) died on its own: %s %d\n", i,
+			       (int)wk[i].pid, WIFSIGNALED(status) ? "signal" : "exit",
 			       WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
 			g_failed = 1;
 			wk[i].alive = 0;
@@ -538,7 +551,9 @@ static void reap(void)
 
 int main(int argc, char **argv)
 {
-	int secs = argc > 1 ? atoi(argv[1]) : getenv("LNX_SOAK_SECONDS") ? atoi(getenv("LNX_SOAK_SECONDS")) : 75;
+	int secs = argc > 1		      ? atoi(argv[1]) :
+		   getenv("LNX_SOAK_SECONDS") ? atoi(getenv("LNX_SOAK_SECONDS")) :
+						75;
 	snprintf(g_role, sizeof(g_role), "soak");
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
@@ -558,13 +573,14 @@ int main(int argc, char **argv)
 			if (i != j)
 				send_addr(i, j);
 
-	uint64_t t0 = now_ms(), end = t0 + (uint64_t)secs * 1000, warm_at = t0 + (uint64_t)secs * 250;
+	uint64_t t0 = now_ms(), end = t0 + (uint64_t)secs * 1000,
+		 warm_at = t0 + (uint64_t)secs * 250;
 	uint64_t next_chaos = t0 + CHAOS_MS, next_sample = t0 + 1000, next_print = t0 + 10000;
 	long stops = 0, kills = 0, rss_peak = 0, fd_peak = 0;
 	long long shm_warm = -1, shm_peak = 0;
 	int shm_files_peak = 0;
-	printf("soak: %d s, %d workers on 2 nodes, chaos every %d ms, FI_LNX_PEER_TIMEOUT=%s\n", secs, NW, CHAOS_MS,
-	       getenv("FI_LNX_PEER_TIMEOUT"));
+	printf("soak: %d s, %d workers on 2 nodes, chaos every %d ms, FI_LNX_PEER_TIMEOUT=%s\n",
+	       secs, NW, CHAOS_MS, getenv("FI_LNX_PEER_TIMEOUT"));
 	while (now_ms() < end && !g_failed) {
 		struct pollfd pf[NW];
 		for (int i = 0; i < NW; i++)
@@ -649,9 +665,10 @@ int main(int argc, char **argv)
 			uint64_t m = dead_st[0], b = dead_st[1];
 			for (int i = 0; i < NW; i++)
 				m += wk[i].st[0], b += wk[i].st[1];
-			printf("soak: %3lu s: %lu messages, %.1f MiB checked; %ld stops, %ld kills; peak RSS %ld MiB, fds %ld\n",
-			       (unsigned long)((t - t0) / 1000), (unsigned long)m, b / 1048576.0, stops, kills,
-			       rss_peak / 1024, fd_peak);
+			printf("soak: %3lu s: %lu messages, %.1f MiB checked; %ld stops, %ld "
+			       "kills; peak RSS %ld MiB, fds %ld\n",
+			       (unsigned long)((t - t0) / 1000), (unsigned long)m, b / 1048576.0,
+			       stops, kills, rss_peak / 1024, fd_peak);
 		}
 	}
 	/* Continue anyone stopped, then drain. */
@@ -665,19 +682,22 @@ int main(int argc, char **argv)
 		struct wk *w = &wk[i];
 		if (!w->alive || w->rss_warm < 0)
 			continue;
-		printf("soak: worker %d (pid %d): RSS %ld -> peak %ld MiB, fds %ld -> peak %ld\n", i, (int)w->pid,
-		       w->rss_warm / 1024, w->rss_peak / 1024, w->fd_warm, w->fd_peak);
+		printf("soak: worker %d (pid %d): RSS %ld -> peak %ld MiB, fds %ld -> peak %ld\n",
+		       i, (int)w->pid, w->rss_warm / 1024, w->rss_peak / 1024, w->fd_warm,
+		       w->fd_peak);
 		if (w->rss_peak > 2 * w->rss_warm + 65536) {
-			printf("soak: FAIL worker %d: RSS grew from %ld to %ld MiB\n", i, w->rss_warm / 1024,
-			       w->rss_peak / 1024);
+			printf("soak: FAIL worker %d: RSS grew from %ld to %ld MiB\n", i,
+			       w->rss_warm / 1024, w->rss_peak / 1024);
 			g_failed = 1;
 		}
 		if (w->fd_peak > w->fd_warm + 32) {
-			printf("soak: FAIL worker %d: fds grew from %ld to %ld\n", i, w->fd_warm, w->fd_peak);
+			printf("soak: FAIL worker %d: fds grew from %ld to %ld\n", i, w->fd_warm,
+			       w->fd_peak);
 			g_failed = 1;
 		}
 	}
-	printf("soak: /dev/shm regions of our workers: warm %.1f MiB, peak %.1f MiB (%d files at most)\n",
+	printf("soak: /dev/shm regions of our workers: warm %.1f MiB, peak %.1f MiB (%d files at "
+	       "most)\n",
 	       shm_warm / 1048576.0, shm_peak / 1048576.0, shm_files_peak);
 	if (shm_warm >= 0 && shm_peak > 2 * shm_warm + (64ll << 20)) {
 		printf("soak: FAIL /dev/shm grew from %lld to %lld bytes\n", shm_warm, shm_peak);
@@ -709,7 +729,8 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < NW; i++)
 		psend(i, "EXIT\n");
-	uint64_t m = dead_st[0], b = dead_st[1], re = dead_st[2], sm = dead_st[3], se = dead_st[5], sr = dead_st[6];
+	uint64_t m = dead_st[0], b = dead_st[1], re = dead_st[2], sm = dead_st[3], se = dead_st[5],
+		 sr = dead_st[6];
 	for (int i = 0; i < NW; i++) {
 		if (!wk[i].alive)
 			continue;
@@ -727,7 +748,8 @@ int main(int argc, char **argv)
 			waitpid(wk[i].pid, &status, 0);
 			g_failed = 1;
 		} else if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-			printf("soak: FAIL worker %d ended with %s %d\n", i, WIFSIGNALED(status) ? "signal" : "exit",
+			printf("soak: FAIL worker %d ended with %s %d\n", i,
+			       WIFSIGNALED(status) ? "signal" : "exit",
 			       WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
 			g_failed = 1;
 		}
@@ -738,12 +760,12 @@ int main(int argc, char **argv)
 	int files;
 	long long left = shm_bytes(&files);
 	printf("soak: %s: %d s, %lu messages (%.1f MiB) received and checked, %lu sends completed, "
-	       "%lu sends and %lu receives completed with an error and %lu sends refused at the call "
-	       "(killed peers), %ld stops, %ld kills; peak RSS %ld MiB, "
-	       "peak fds %ld, /dev/shm peak %.1f MiB, %d regions of ours left after exit\n",
+	       "%lu sends and %lu receives completed with an error and %lu sends refused at the "
+	       "call (killed peers), %ld stops, %ld kills; peak RSS %ld MiB, peak fds %ld, "
+	       "/dev/shm peak %.1f MiB, %d regions of ours left after exit\n",
 	       g_failed ? "FAIL" : "PASS", secs, (unsigned long)m, b / 1048576.0, (unsigned long)sm,
-	       (unsigned long)se, (unsigned long)re, (unsigned long)sr, stops, kills, rss_peak / 1024, fd_peak,
-	       shm_peak / 1048576.0, files);
+	       (unsigned long)se, (unsigned long)re, (unsigned long)sr, stops, kills,
+	       rss_peak / 1024, fd_peak, shm_peak / 1048576.0, files);
 	(void)left;
 	return g_failed ? 1 : 0;
 }

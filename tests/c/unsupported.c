@@ -23,13 +23,13 @@ static int refused(long long r)
 	return r == -FI_ENOSYS || r == -FI_EOPNOTSUPP || r == -FI_ENODATA;
 }
 
-#define REFUSED(expr)                                                          \
-	do {                                                                   \
-		long long _r = (long long)(expr);                              \
-		if (!refused(_r))                                              \
-			FAIL("%s -> %lld (%s), want -FI_ENOSYS, -FI_EOPNOTSUPP or -FI_ENODATA", #expr, _r, \
-			     _r < 0 ? fi_strerror((int)-_r) : "ok");            \
-		note("%s: %s", #expr, fi_strerror((int)-_r));                  \
+#define REFUSED(expr)                                                                           \
+	do {                                                                                    \
+		long long _r = (long long)(expr);                                               \
+		if (!refused(_r))                                                               \
+			FAIL("%s -> %lld (%s), want -FI_ENOSYS, -FI_EOPNOTSUPP or -FI_ENODATA", \
+			     #expr, _r, _r < 0 ? fi_strerror((int)-_r) : "ok");                 \
+		note("%s: %s", #expr, fi_strerror((int)-_r));                                   \
 	} while (0)
 
 static void hints_refused(const char *what, void (*change)(struct fi_info *))
@@ -42,12 +42,32 @@ static void hints_refused(const char *what, void (*change)(struct fi_info *))
 	note("hints %s: -FI_ENODATA", what);
 }
 
-static void h_msg(struct fi_info *h) { h->ep_attr->type = FI_EP_MSG; }
-static void h_dgram(struct fi_info *h) { h->ep_attr->type = FI_EP_DGRAM; }
-static void h_trigger(struct fi_info *h) { h->caps |= FI_TRIGGER; }
-static void h_coll(struct fi_info *h) { h->caps |= FI_COLLECTIVE; }
-static void h_sep(struct fi_info *h) { h->ep_attr->tx_ctx_cnt = 2; h->ep_attr->rx_ctx_cnt = 2; }
-static void h_shared(struct fi_info *h) { h->caps |= FI_SHARED_AV; h->ep_attr->tx_ctx_cnt = FI_SHARED_CONTEXT; }
+static void h_msg(struct fi_info *h)
+{
+	h->ep_attr->type = FI_EP_MSG;
+}
+static void h_dgram(struct fi_info *h)
+{
+	h->ep_attr->type = FI_EP_DGRAM;
+}
+static void h_trigger(struct fi_info *h)
+{
+	h->caps |= FI_TRIGGER;
+}
+static void h_coll(struct fi_info *h)
+{
+	h->caps |= FI_COLLECTIVE;
+}
+static void h_sep(struct fi_info *h)
+{
+	h->ep_attr->tx_ctx_cnt = 2;
+	h->ep_attr->rx_ctx_cnt = 2;
+}
+static void h_shared(struct fi_info *h)
+{
+	h->caps |= FI_SHARED_AV;
+	h->ep_attr->tx_ctx_cnt = FI_SHARED_CONTEXT;
+}
 
 int main(int argc, char **argv)
 {
@@ -97,7 +117,10 @@ int main(int argc, char **argv)
 	int ctx;
 	REFUSED(fi_barrier(l.ep, self, &ctx));
 	struct fid_av_set *set;
-	struct fi_av_set_attr sa = { .count = 1, .start_addr = self, .end_addr = self, .stride = 1 };
+	struct fi_av_set_attr sa = { .count = 1,
+				     .start_addr = self,
+				     .end_addr = self,
+				     .stride = 1 };
 	REFUSED(fi_av_set(l.av, &sa, &set, NULL));
 
 	/* A triggered send: refused, and nothing is sent or completed. */

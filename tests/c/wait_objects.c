@@ -35,24 +35,25 @@
 #include "common.h"
 #include "wep.h"
 
-#define NMSG 8
+#define NMSG   8
 #define MSGLEN 256
-#define TAG 0x5a5a0000ull
+#define TAG    0x5a5a0000ull
 
 /* CPU time (user + system, all threads) this process used so far, in us. */
 static long long cpu_us(void)
 {
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
-	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL + ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL + ru.ru_utime.tv_usec +
+	       ru.ru_stime.tv_usec;
 }
 
 static void report_cpu(const char *what, long long cpu0, uint64_t t0)
 {
 	long long cpu = cpu_us() - cpu0;
 	uint64_t ms = now_ms() - t0;
-	note("%s: %llu ms blocked, %lld us of CPU (%.1f%% of a core)", what, (unsigned long long)ms, cpu,
-	     ms ? cpu / 10.0 / (double)ms : 0.0);
+	note("%s: %llu ms blocked, %lld us of CPU (%.1f%% of a core)", what, (unsigned long long)ms,
+	     cpu, ms ? cpu / 10.0 / (double)ms : 0.0);
 }
 
 /* ---- the sender, common to every case -------------------------------------- */
@@ -72,7 +73,8 @@ static void send_all(struct peer *p, struct wep *w)
 		fill_pattern(b + i * MSGLEN, MSGLEN, 100 + i);
 		ssize_t r;
 		uint64_t dl = now_ms() + WAIT_MS;
-		while ((r = fi_tsend(w->ep, b + i * MSGLEN, MSGLEN, NULL, w->peer, TAG + i, &ctx[i])) == -FI_EAGAIN &&
+		while ((r = fi_tsend(w->ep, b + i * MSGLEN, MSGLEN, NULL, w->peer, TAG + i,
+				     &ctx[i])) == -FI_EAGAIN &&
 		       now_ms() < dl) {
 			if (w->txcq)
 				(void)fi_cq_read(w->txcq, NULL, 0);
@@ -88,7 +90,8 @@ static void send_all(struct peer *p, struct wep *w)
 			struct fi_cq_tagged_entry e;
 			CHECK_RC(fi_cq_sread(w->txcq, &e, 1, NULL, WAIT_MS), 1);
 			int k = (int)((struct fi_context2 *)e.op_context - ctx);
-			EXPECT(k >= 0 && k < NMSG && !seen[k]++, "send completion with context %p", e.op_context);
+			EXPECT(k >= 0 && k < NMSG && !seen[k]++, "send completion with context %p",
+			       e.op_context);
 			EXPECT(e.flags == (FI_SEND | FI_TAGGED), "send completion flags %#llx",
 			       (unsigned long long)e.flags);
 		}
@@ -104,7 +107,8 @@ static void post_all(struct wep *w)
 	for (int i = 0; i < NMSG; i++) {
 		g_rbuf[i] = xmalloc(MSGLEN + 16);
 		memset(g_rbuf[i], 0xEE, MSGLEN + 16);
-		CHECK(fi_trecv(w->ep, g_rbuf[i], MSGLEN + 16, NULL, w->peer, TAG + i, 0, &g_rctx[i]));
+		CHECK(fi_trecv(w->ep, g_rbuf[i], MSGLEN + 16, NULL, w->peer, TAG + i, 0,
+			       &g_rctx[i]));
 	}
 }
 
@@ -119,7 +123,8 @@ static void check_data(int i)
 {
 	EXPECT_PATTERN(g_rbuf[i], MSGLEN, 100 + i);
 	for (int k = MSGLEN; k < MSGLEN + 16; k++)
-		EXPECT(g_rbuf[i][k] == 0xEE, "receive %d: byte %d past the message overwritten", i, k);
+		EXPECT(g_rbuf[i][k] == 0xEE, "receive %d: byte %d past the message overwritten", i,
+		       k);
 }
 
 /* Checks the i-th receive's completion and data. */
@@ -129,11 +134,12 @@ static void check_recv(struct wep *w, int i, const struct fi_cq_tagged_entry *e,
 	       (void *)&g_rctx[i]);
 	EXPECT(e->len == MSGLEN, "receive %d: len %zu", i, e->len);
 	EXPECT(e->tag == TAG + (uint64_t)i, "receive %d: tag %#llx", i, (unsigned long long)e->tag);
-	EXPECT(e->flags == (FI_RECV | FI_TAGGED), "receive %d: flags %#llx", i, (unsigned long long)e->flags);
+	EXPECT(e->flags == (FI_RECV | FI_TAGGED), "receive %d: flags %#llx", i,
+	       (unsigned long long)e->flags);
 	EXPECT(e->buf == g_rbuf[i], "receive %d: buf %p, want %p", i, e->buf, (void *)g_rbuf[i]);
 	if (src != FI_ADDR_NOTAVAIL)
-		EXPECT(src == w->peer, "receive %d: source %llu, want %llu", i, (unsigned long long)src,
-		       (unsigned long long)w->peer);
+		EXPECT(src == w->peer, "receive %d: source %llu, want %llu", i,
+		       (unsigned long long)src, (unsigned long long)w->peer);
 	check_data(i);
 }
 
@@ -162,7 +168,8 @@ static void finish_a(struct peer *p, struct wep *w)
 
 static void sender_cq(struct peer *p, void *arg)
 {
-	struct wep w = { .txcq = open_cq(p, FI_WAIT_UNSPEC, NULL), .rxcq = open_cq(p, FI_WAIT_UNSPEC, NULL) };
+	struct wep w = { .txcq = open_cq(p, FI_WAIT_UNSPEC, NULL),
+			 .rxcq = open_cq(p, FI_WAIT_UNSPEC, NULL) };
 	wep_open(p, &w);
 	send_all(p, &w);
 	finish_a(p, &w);
@@ -170,7 +177,8 @@ static void sender_cq(struct peer *p, void *arg)
 
 static void sread_b(struct peer *p, void *arg)
 {
-	struct wep w = { .txcq = open_cq(p, FI_WAIT_UNSPEC, NULL), .rxcq = open_cq(p, FI_WAIT_UNSPEC, NULL) };
+	struct wep w = { .txcq = open_cq(p, FI_WAIT_UNSPEC, NULL),
+			 .rxcq = open_cq(p, FI_WAIT_UNSPEC, NULL) };
 	wep_open(p, &w);
 	post_all(&w);
 	struct fi_cq_tagged_entry e;
@@ -231,7 +239,8 @@ static int block_on(struct peer *p, int ep, struct fid **fids, int n)
 
 static void epoll_b(struct peer *p, void *arg)
 {
-	struct wep w = { .txcq = open_cq(p, FI_WAIT_NONE, NULL), .rxcq = open_cq(p, FI_WAIT_FD, NULL) };
+	struct wep w = { .txcq = open_cq(p, FI_WAIT_NONE, NULL),
+			 .rxcq = open_cq(p, FI_WAIT_FD, NULL) };
 	wep_open(p, &w);
 	post_all(&w);
 	int fd = -1;
@@ -273,10 +282,12 @@ static void epoll_b(struct peer *p, void *arg)
 
 static void sender_cntr(struct peer *p, void *arg)
 {
-	struct wep w = { .txcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL), .rxcntr = open_cntr(p, FI_WAIT_NONE, NULL) };
+	struct wep w = { .txcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL),
+			 .rxcntr = open_cntr(p, FI_WAIT_NONE, NULL) };
 	wep_open(p, &w);
 	send_all(p, &w);
-	EXPECT(fi_cntr_read(w.txcntr) == NMSG, "send counter %llu", (unsigned long long)fi_cntr_read(w.txcntr));
+	EXPECT(fi_cntr_read(w.txcntr) == NMSG, "send counter %llu",
+	       (unsigned long long)fi_cntr_read(w.txcntr));
 	EXPECT(fi_cntr_readerr(w.txcntr) == 0, "send error counter %llu",
 	       (unsigned long long)fi_cntr_readerr(w.txcntr));
 	finish_a(p, &w);
@@ -284,7 +295,8 @@ static void sender_cntr(struct peer *p, void *arg)
 
 static void cntr_wait_b(struct peer *p, void *arg)
 {
-	struct wep w = { .txcntr = open_cntr(p, FI_WAIT_NONE, NULL), .rxcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL) };
+	struct wep w = { .txcntr = open_cntr(p, FI_WAIT_NONE, NULL),
+			 .rxcntr = open_cntr(p, FI_WAIT_UNSPEC, NULL) };
 	wep_open(p, &w);
 	post_all(&w);
 	int fd = -1;
@@ -297,7 +309,8 @@ static void cntr_wait_b(struct peer *p, void *arg)
 	/* The fd says the counter moved; then wait for all of them. */
 	block_on(p, ep, fids, 1);
 	CHECK(fi_cntr_wait(w.rxcntr, NMSG, WAIT_MS));
-	EXPECT(fi_cntr_read(w.rxcntr) == NMSG, "receive counter %llu", (unsigned long long)fi_cntr_read(w.rxcntr));
+	EXPECT(fi_cntr_read(w.rxcntr) == NMSG, "receive counter %llu",
+	       (unsigned long long)fi_cntr_read(w.rxcntr));
 	EXPECT(fi_cntr_readerr(w.rxcntr) == 0, "receive error counter %llu",
 	       (unsigned long long)fi_cntr_readerr(w.rxcntr));
 	check_data_all();
@@ -315,7 +328,8 @@ static void waitset_b(struct peer *p, void *arg)
 	struct fi_wait_attr wa = { .wait_obj = FI_WAIT_FD };
 	struct fid_wait *ws;
 	CHECK(fi_wait_open(p->l.fabric, &wa, &ws));
-	struct wep w = { .txcq = open_cq(p, FI_WAIT_NONE, NULL), .rxcq = open_cq(p, FI_WAIT_SET, ws),
+	struct wep w = { .txcq = open_cq(p, FI_WAIT_NONE, NULL),
+			 .rxcq = open_cq(p, FI_WAIT_SET, ws),
 			 .rxcntr = open_cntr(p, FI_WAIT_SET, ws) };
 	wep_open(p, &w);
 	post_all(&w);
@@ -355,7 +369,8 @@ static void waitset_b(struct peer *p, void *arg)
 		EXPECT(n == -FI_EAGAIN, "fi_cq_readfrom: %zd", n);
 		(void)fi_cntr_read(w.rxcntr);
 	}
-	EXPECT(fi_cntr_read(w.rxcntr) == NMSG, "receive counter %llu", (unsigned long long)fi_cntr_read(w.rxcntr));
+	EXPECT(fi_cntr_read(w.rxcntr) == NMSG, "receive counter %llu",
+	       (unsigned long long)fi_cntr_read(w.rxcntr));
 	close(ep);
 	finish_b(p, &w);
 	CHECK(fi_close(&ws->fid));
@@ -390,8 +405,9 @@ static void pollset_b(struct peer *p, void *arg)
 		EXPECT(now_ms() < dl, "fi_poll found nothing within %d ms", WAIT_MS);
 		if (!n)
 			continue;
-		EXPECT(n == 1 && ctxs[0] == &rxtag, "fi_poll: %d contexts, first %p (rx CQ %p, tx CQ %p)", n,
-		       ctxs[0], (void *)&rxtag, (void *)&txtag);
+		EXPECT(n == 1 && ctxs[0] == &rxtag,
+		       "fi_poll: %d contexts, first %p (rx CQ %p, tx CQ %p)", n, ctxs[0],
+		       (void *)&rxtag, (void *)&txtag);
 		struct fi_cq_tagged_entry e[NMSG];
 		fi_addr_t src[NMSG];
 		ssize_t k = fi_cq_readfrom(w.rxcq, e, NMSG, src);
@@ -407,10 +423,8 @@ static void pollset_b(struct peer *p, void *arg)
 }
 
 static const struct subtest cases[] = {
-	CASE("sread", sender_cq, sread_b),
-	CASE("epoll", sender_cq, epoll_b),
-	CASE("cntr_wait", sender_cntr, cntr_wait_b),
-	CASE("waitset", sender_cq, waitset_b),
+	CASE("sread", sender_cq, sread_b),	     CASE("epoll", sender_cq, epoll_b),
+	CASE("cntr_wait", sender_cntr, cntr_wait_b), CASE("waitset", sender_cq, waitset_b),
 	CASE("pollset", sender_cq, pollset_b),
 };
 

@@ -20,8 +20,9 @@ struct wep {
 };
 
 /* Opens the endpoint, binds the objects set in *w (tx_flags and rx_flags
- * add to FI_TRANSMIT and FI_RECV; one CQ for both takes tx_flags), enables it and swaps names with the
- * other rank of a pair; w->peer is then the other rank's endpoint. */
+ * add to FI_TRANSMIT and FI_RECV; one CQ for both takes tx_flags), enables
+ * it and swaps names with the other rank of a pair; w->peer is then the
+ * other rank's endpoint. */
 static void wep_open(struct peer *p, struct wep *w)
 {
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE, .count = 4 };
@@ -74,7 +75,9 @@ static struct fid_cq *open_cq(struct peer *p, enum fi_wait_obj wait, struct fid_
 
 static struct fid_cntr *open_cntr(struct peer *p, enum fi_wait_obj wait, struct fid_wait *set)
 {
-	struct fi_cntr_attr a = { .events = FI_CNTR_EVENTS_COMP, .wait_obj = wait, .wait_set = set };
+	struct fi_cntr_attr a = { .events = FI_CNTR_EVENTS_COMP,
+				  .wait_obj = wait,
+				  .wait_set = set };
 	struct fid_cntr *c;
 	CHECK(fi_cntr_open(p->l.domain, &a, &c, NULL));
 	return c;

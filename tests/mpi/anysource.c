@@ -17,11 +17,14 @@
 #include "mpitest.h"
 
 #define NMSG 24
-static const size_t sizes[] = {0, 1, 16, 1000, 8192, 65536, 70000, 300000, 7, 4096, 131072, 65};
+static const size_t sizes[] = { 0, 1, 16, 1000, 8192, 65536, 70000, 300000, 7, 4096, 131072, 65 };
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 #define MAXLEN 300000
 
-static size_t msg_len(int src, int seq) { return sizes[(size_t)(seq + src) % NSIZES]; }
+static size_t msg_len(int src, int seq)
+{
+	return sizes[(size_t)(seq + src) % NSIZES];
+}
 
 struct phase_state {
 	char seen[64][NMSG];
@@ -36,7 +39,8 @@ static void check_msg(struct phase_state *ps, const char *phase, int base, const
 	int src = st->MPI_SOURCE, tag = st->MPI_TAG, seq = tag - base;
 	int count = -1;
 	MPI_Get_count(st, MPI_BYTE, &count);
-	snprintf(what, sizeof(what), "phase %s: message src %d tag %d (%d bytes)", phase, src, tag, count);
+	snprintf(what, sizeof(what), "phase %s: message src %d tag %d (%d bytes)", phase, src, tag,
+		 count);
 	if (src < 1 || src >= mt_size) {
 		mt_error("%s: status source %d is not a sender", what, src);
 		return;
@@ -69,7 +73,8 @@ static void check_all_seen(struct phase_state *ps, const char *phase)
 	for (int src = 1; src < mt_size; src++)
 		for (int seq = 0; seq < NMSG; seq++)
 			if (!ps->seen[src][seq])
-				mt_error("phase %s: message seq %d from %d never received", phase, seq, src);
+				mt_error("phase %s: message seq %d from %d never received", phase,
+					 seq, src);
 }
 
 static void send_all(int base, unsigned char *buf)
@@ -98,7 +103,8 @@ int main(int argc, char **argv)
 	if (mt_rank == 0) {
 		memset(ps, 0, sizeof(*ps));
 		for (int i = 0; i < total; i++) {
-			MPI_Recv(buf, MAXLEN, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+			MPI_Recv(buf, MAXLEN, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD,
+				 &st);
 			check_msg(ps, "A", 100, &st, buf, MPI_ANY_SOURCE, MPI_ANY_TAG);
 		}
 		check_all_seen(ps, "A");
@@ -121,7 +127,8 @@ int main(int argc, char **argv)
 		/* Receives are matched in posting order, so per sender the
 		 * sequence numbers must increase with the request index. */
 		for (int i = 0; i < total; i++)
-			check_msg(ps, "B", 200, &sts[i], bufs + (size_t)i * MAXLEN, MPI_ANY_SOURCE, MPI_ANY_TAG);
+			check_msg(ps, "B", 200, &sts[i], bufs + (size_t)i * MAXLEN, MPI_ANY_SOURCE,
+				  MPI_ANY_TAG);
 		check_all_seen(ps, "B");
 		free(bufs);
 		free(reqs);
@@ -137,7 +144,8 @@ int main(int argc, char **argv)
 		memset(ps, 0, sizeof(*ps));
 		for (int seq = 0; seq < NMSG; seq++) {
 			for (int i = 0; i < nsend; i++) {
-				MPI_Recv(buf, MAXLEN, MPI_BYTE, MPI_ANY_SOURCE, 300 + seq, MPI_COMM_WORLD, &st);
+				MPI_Recv(buf, MAXLEN, MPI_BYTE, MPI_ANY_SOURCE, 300 + seq,
+					 MPI_COMM_WORLD, &st);
 				check_msg(ps, "C", 300, &st, buf, MPI_ANY_SOURCE, 300 + seq);
 			}
 		}
@@ -152,7 +160,8 @@ int main(int argc, char **argv)
 		memset(ps, 0, sizeof(*ps));
 		for (int seq = 0; seq < NMSG; seq++) {
 			for (int src = 1; src < mt_size; src++) {
-				MPI_Recv(buf, MAXLEN, MPI_BYTE, src, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+				MPI_Recv(buf, MAXLEN, MPI_BYTE, src, MPI_ANY_TAG, MPI_COMM_WORLD,
+					 &st);
 				check_msg(ps, "D", 400, &st, buf, src, MPI_ANY_TAG);
 			}
 		}
@@ -167,7 +176,8 @@ int main(int argc, char **argv)
 		memset(ps, 0, sizeof(*ps));
 		MPI_Barrier(MPI_COMM_WORLD);
 		for (int i = 0; i < total; i++) {
-			MPI_Recv(buf, MAXLEN, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+			MPI_Recv(buf, MAXLEN, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD,
+				 &st);
 			check_msg(ps, "E", 500, &st, buf, MPI_ANY_SOURCE, MPI_ANY_TAG);
 		}
 		check_all_seen(ps, "E");

@@ -16,14 +16,17 @@
 
 #define ITERS 3
 
-static const int red_counts[] = {0, 1, 7, 1000, 16384, 300000};
-static const int a2a_counts[] = {1, 3, 256, 4096, 17000, 40000};
-static const size_t bc_sizes[] = {0, 1, 100, 4096, 65536, 65537, 300000, 2u << 20};
+static const int red_counts[] = { 0, 1, 7, 1000, 16384, 300000 };
+static const int a2a_counts[] = { 1, 3, 256, 4096, 17000, 40000 };
+static const size_t bc_sizes[] = { 0, 1, 100, 4096, 65536, 65537, 300000, 2u << 20 };
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* Value rank r contributes at element i in iteration it: varied signs, never
  * large enough to overflow an int when summed over a few hundred ranks. */
-static int ival(int r, int i, int it) { return ((i * 31 + r * 1009 + it * 7) % 20001) - 10000; }
+static int ival(int r, int i, int it)
+{
+	return ((i * 31 + r * 1009 + it * 7) % 20001) - 10000;
+}
 
 static void test_allreduce(int it)
 {
@@ -43,8 +46,8 @@ static void test_allreduce(int it)
 			lin[i].v = (double)((i + mt_rank * 7) % mt_size);
 			lin[i].loc = mt_rank;
 		}
-		MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN};
-		const char *opn[] = {"SUM", "MAX", "MIN"};
+		MPI_Op ops[] = { MPI_SUM, MPI_MAX, MPI_MIN };
+		const char *opn[] = { "SUM", "MAX", "MIN" };
 		for (int o = 0; o < 3; o++) {
 			memset(out, 0x5A, sizeof(int) * maxc);
 			MPI_Allreduce(in, out, n, MPI_INT, ops[o], MPI_COMM_WORLD);
@@ -59,7 +62,8 @@ static void test_allreduce(int it)
 						want = v;
 				}
 				if (out[i] != want) {
-					mt_error("iter %d: Allreduce %s MPI_INT count %d: element %d is %d want %ld",
+					mt_error("iter %d: Allreduce %s MPI_INT count %d: element "
+						 "%d is %d want %ld",
 						 it, opn[o], n, i, out[i], want);
 					bad = 1;
 				}
@@ -73,7 +77,8 @@ static void test_allreduce(int it)
 			for (int r = 0; r < mt_size; r++)
 				want += (double)ival(r, i, it) * 0.5;
 			if (dout[i] != want) {
-				mt_error("iter %d: Allreduce SUM MPI_DOUBLE in place count %d: element %d is %g want %g",
+				mt_error("iter %d: Allreduce SUM MPI_DOUBLE in place count %d: "
+					 "element %d is %g want %g",
 					 it, n, i, dout[i], want);
 				break;
 			}
@@ -92,8 +97,9 @@ static void test_allreduce(int it)
 				}
 			}
 			if (lout[i].v != wv || lout[i].loc != wl) {
-				mt_error("iter %d: Allreduce MAXLOC count %d: element %d is (%g,%d) want (%g,%d)", it,
-					 n, i, lout[i].v, lout[i].loc, wv, wl);
+				mt_error("iter %d: Allreduce MAXLOC count %d: element %d is "
+					 "(%g,%d) want (%g,%d)",
+					 it, n, i, lout[i].v, lout[i].loc, wv, wl);
 				break;
 			}
 		}
@@ -107,7 +113,10 @@ static void test_allreduce(int it)
 }
 
 /* Element i of the block that src sends to dst. */
-static int a2a_val(int src, int dst, int i, int it) { return (src << 24) ^ (dst << 16) ^ (i * 3 + it); }
+static int a2a_val(int src, int dst, int i, int it)
+{
+	return (src << 24) ^ (dst << 16) ^ (i * 3 + it);
+}
 
 static void test_alltoall(int it)
 {
@@ -119,20 +128,24 @@ static void test_alltoall(int it)
 		for (int in_place = 0; in_place < 2; in_place++) {
 			for (int d = 0; d < mt_size; d++)
 				for (int i = 0; i < n; i++)
-					(in_place ? rb : sb)[(size_t)d * n + i] = a2a_val(mt_rank, d, i, it);
+					(in_place ? rb : sb)[(size_t)d * n + i] =
+						a2a_val(mt_rank, d, i, it);
 			if (in_place) {
-				MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rb, n, MPI_INT, MPI_COMM_WORLD);
+				MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rb, n, MPI_INT,
+					     MPI_COMM_WORLD);
 			} else {
 				memset(rb, 0x5A, sizeof(int) * tot);
 				MPI_Alltoall(sb, n, MPI_INT, rb, n, MPI_INT, MPI_COMM_WORLD);
 			}
 			for (int s = 0; s < mt_size; s++)
 				for (int i = 0; i < n; i++) {
-					int got = rb[(size_t)s * n + i], want = a2a_val(s, mt_rank, i, it);
+					int got = rb[(size_t)s * n + i],
+					    want = a2a_val(s, mt_rank, i, it);
 					if (got != want) {
-						mt_error("iter %d: Alltoall%s %d ints: block from %d element %d is "
-							 "0x%08x want 0x%08x", it, in_place ? " (in place)" : "", n,
-							 s, i, got, want);
+						mt_error("iter %d: Alltoall%s %d ints: block from "
+							 "%d element %d is 0x%08x want 0x%08x",
+							 it, in_place ? " (in place)" : "", n, s, i,
+							 got, want);
 						s = mt_size;
 						break;
 					}
@@ -158,7 +171,8 @@ static void test_bcast(int it)
 			memset(buf + len, 0xA5, 16);
 			MPI_Bcast(buf, (int)len, MPI_BYTE, root, MPI_COMM_WORLD);
 			char what[96];
-			snprintf(what, sizeof(what), "iter %d: Bcast of %zu bytes from root %d", it, len, root);
+			snprintf(what, sizeof(what), "iter %d: Bcast of %zu bytes from root %d", it,
+				 len, root);
 			mt_check(buf, len, key, what);
 			for (int g = 0; g < 16; g++)
 				if (buf[len + g] != 0xA5) {
@@ -182,7 +196,7 @@ int main(int argc, char **argv)
 		MPI_Barrier(MPI_COMM_WORLD);
 	}
 	if (mt_rank == 0)
-		printf("collectives: %d ranks, %d iterations of Allreduce/Alltoall/Bcast checked\n", mt_size,
-		       ITERS);
+		printf("collectives: %d ranks, %d iterations of Allreduce/Alltoall/Bcast checked\n",
+		       mt_size, ITERS);
 	return mt_finish();
 }

@@ -23,14 +23,17 @@
 
 #include <unistd.h>
 
-#define WINDOW 64
+#define WINDOW	  64
 #define MAX_SIZES 64
 
 static int peer, pairs, is_sender; /* the lower rank of a pair sends */
 static double scale = 1.0;
 static char *sbuf, *rbuf;
 
-static unsigned char pat(size_t size, long it) { return (unsigned char)(size * 31 + it * 7 + 1); }
+static unsigned char pat(size_t size, long it)
+{
+	return (unsigned char)(size * 31 + it * 7 + 1);
+}
 
 /* Writes the pattern's first and last byte; the rest of the buffer keeps
  * whatever it had (the copy is what is measured, not a memset). */
@@ -46,8 +49,8 @@ static void check(const char *b, size_t size, long it, const char *what)
 {
 	if (size && ((unsigned char)b[0] != pat(size, it) ||
 		     (size > 1 && (unsigned char)b[size - 1] != (pat(size, it) ^ 0x5a))))
-		mt_error("%s size %zu iteration %ld: got %02x..%02x, want %02x..%02x", what, size, it,
-			 (unsigned char)b[0], (unsigned char)b[size - 1], pat(size, it),
+		mt_error("%s size %zu iteration %ld: got %02x..%02x, want %02x..%02x", what, size,
+			 it, (unsigned char)b[0], (unsigned char)b[size - 1], pat(size, it),
 			 pat(size, it) ^ 0x5a);
 }
 
@@ -75,10 +78,12 @@ static double lat(size_t size, MPI_Comm comm)
 		if (is_sender) {
 			mark(sbuf, size, i);
 			MPI_Send(sbuf, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
-			MPI_Recv(rbuf, (int)size, MPI_BYTE, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			MPI_Recv(rbuf, (int)size, MPI_BYTE, peer, 2, MPI_COMM_WORLD,
+				 MPI_STATUS_IGNORE);
 			check(rbuf, size, i, "lat reply");
 		} else {
-			MPI_Recv(rbuf, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			MPI_Recv(rbuf, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD,
+				 MPI_STATUS_IGNORE);
 			check(rbuf, size, i, "lat");
 			mark(sbuf, size, i);
 			MPI_Send(sbuf, (int)size, MPI_BYTE, peer, 2, MPI_COMM_WORLD);
@@ -106,19 +111,22 @@ static double windows(size_t size, int both, MPI_Comm comm, long *msgs)
 		int send = is_sender || both, recv = !is_sender || both;
 		if (recv)
 			for (int j = 0; j < WINDOW; j++)
-				MPI_Irecv(rbuf + j * stride, (int)size, MPI_BYTE, peer, 3, MPI_COMM_WORLD, &rq[k++]);
+				MPI_Irecv(rbuf + j * stride, (int)size, MPI_BYTE, peer, 3,
+					  MPI_COMM_WORLD, &rq[k++]);
 		if (send)
 			for (int j = 0; j < WINDOW; j++) {
 				mark(sbuf + j * stride, size, w * WINDOW + j);
-				MPI_Isend(sbuf + j * stride, (int)size, MPI_BYTE, peer, 3, MPI_COMM_WORLD, &rq[k++]);
+				MPI_Isend(sbuf + j * stride, (int)size, MPI_BYTE, peer, 3,
+					  MPI_COMM_WORLD, &rq[k++]);
 			}
 		MPI_Waitall(k, rq, MPI_STATUSES_IGNORE);
 		if (recv)
 			for (int j = 0; j < WINDOW; j++)
-				check(rbuf + j * stride, size, w * WINDOW + j, both ? "bibw" : "bw");
+				check(rbuf + j * stride, size, w * WINDOW + j,
+				      both ? "bibw" : "bw");
 		if (both) {
-			MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, 4, NULL, 0, MPI_BYTE, peer, 4, MPI_COMM_WORLD,
-				     MPI_STATUS_IGNORE);
+			MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, 4, NULL, 0, MPI_BYTE, peer, 4,
+				     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 		} else if (is_sender) {
 			MPI_Recv(NULL, 0, MPI_BYTE, peer, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 		} else {
@@ -156,12 +164,19 @@ int main(int argc, char **argv)
 	int opt;
 	while ((opt = getopt(argc, argv, "s:x:t:")) != -1) {
 		switch (opt) {
-		case 's': sizes_arg = optarg; break;
-		case 'x': scale = atof(optarg); break;
-		case 't': tests = optarg; break;
+		case 's':
+			sizes_arg = optarg;
+			break;
+		case 'x':
+			scale = atof(optarg);
+			break;
+		case 't':
+			tests = optarg;
+			break;
 		default:
 			if (mt_rank == 0)
-				fprintf(stderr, "usage: mpi_bench [-s sizes] [-x scale] [-t lat,bw,bibw,pairs]\n");
+				fprintf(stderr, "usage: mpi_bench [-s sizes] [-x scale] [-t "
+						"lat,bw,bibw,pairs]\n");
 			MPI_Abort(MPI_COMM_WORLD, 2);
 		}
 	}
@@ -169,7 +184,9 @@ int main(int argc, char **argv)
 	int nsizes = parse_sizes(sizes_arg, sizes);
 	if (nsizes <= 0 || mt_size < 2 || mt_size % 2 || scale <= 0) {
 		if (mt_rank == 0)
-			fprintf(stderr, "mpi_bench: bad sizes %s, scale %g or rank count %d (need an even count)\n",
+			fprintf(stderr,
+				"mpi_bench: bad sizes %s, scale %g or rank count %d (need an even "
+				"count)\n",
 				sizes_arg, scale, mt_size);
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
@@ -189,7 +206,8 @@ int main(int argc, char **argv)
 	memset(rbuf, 0, maxsz * WINDOW);
 	/* Two-rank tests run on the first pair only; the other ranks wait. */
 	MPI_Comm pair;
-	MPI_Comm_split(MPI_COMM_WORLD, mt_rank == 0 || mt_rank == pairs ? 0 : MPI_UNDEFINED, mt_rank, &pair);
+	MPI_Comm_split(MPI_COMM_WORLD, mt_rank == 0 || mt_rank == pairs ? 0 : MPI_UNDEFINED,
+		       mt_rank, &pair);
 	for (int i = 0; i < nsizes; i++) {
 		size_t sz = sizes[i];
 		long msgs;
@@ -201,19 +219,22 @@ int main(int argc, char **argv)
 		if (strstr(tests, "bw") && pair != MPI_COMM_NULL) {
 			double t = windows(sz, 0, pair, &msgs);
 			if (mt_rank == 0)
-				printf("mpi_bench: bw %zu %.3f %.5f\n", sz, msgs * (double)sz / t / 1e6, msgs / t / 1e6);
+				printf("mpi_bench: bw %zu %.3f %.5f\n", sz,
+				       msgs * (double)sz / t / 1e6, msgs / t / 1e6);
 		}
 		if (strstr(tests, "bibw") && pair != MPI_COMM_NULL) {
 			double t = windows(sz, 1, pair, &msgs);
 			if (mt_rank == 0)
-				printf("mpi_bench: bibw %zu %.3f\n", sz, 2 * msgs * (double)sz / t / 1e6);
+				printf("mpi_bench: bibw %zu %.3f\n", sz,
+				       2 * msgs * (double)sz / t / 1e6);
 		}
 		if (strstr(tests, "pairs") && pairs > 1) {
 			/* All pairs at once; the slowest pair's time counts. */
 			double t = windows(sz, 0, MPI_COMM_WORLD, &msgs), tmax;
 			MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 			if (mt_rank == 0)
-				printf("mpi_bench: pairs %zu %.4f %d\n", sz, pairs * msgs / tmax / 1e6, pairs);
+				printf("mpi_bench: pairs %zu %.4f %d\n", sz,
+				       pairs * msgs / tmax / 1e6, pairs);
 		}
 		fflush(stdout);
 		MPI_Barrier(MPI_COMM_WORLD);

@@ -27,7 +27,8 @@ static __attribute__((unused)) void mt_error(const char *fmt, ...)
 	mt_errors++;
 	if (mt_errors > MT_MAX_REPORTS) {
 		if (mt_errors == MT_MAX_REPORTS + 1)
-			fprintf(stderr, "%s: rank %d: further errors not shown\n", mt_name, mt_rank);
+			fprintf(stderr, "%s: rank %d: further errors not shown\n", mt_name,
+				mt_rank);
 		return;
 	}
 	char msg[512];
@@ -47,7 +48,8 @@ static void mt_init(int *argc, char ***argv, const char *name, int min_ranks)
 	MPI_Comm_size(MPI_COMM_WORLD, &mt_size);
 	if (mt_size < min_ranks) {
 		if (mt_rank == 0)
-			fprintf(stderr, "%s: needs at least %d ranks, got %d\n", name, min_ranks, mt_size);
+			fprintf(stderr, "%s: needs at least %d ranks, got %d\n", name, min_ranks,
+				mt_size);
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
 }
@@ -98,7 +100,8 @@ static __attribute__((unused)) void mt_fill(void *buf, size_t len, uint64_t key)
 
 /* Check len bytes against key; reports the first differing byte. Returns
  * 0 when equal. */
-static __attribute__((unused)) int mt_check(const void *buf, size_t len, uint64_t key, const char *what)
+static __attribute__((unused)) int mt_check(const void *buf, size_t len, uint64_t key,
+					    const char *what)
 {
 	const unsigned char *b = buf;
 	for (size_t i = 0; i < len; i++) {
@@ -108,7 +111,8 @@ static __attribute__((unused)) int mt_check(const void *buf, size_t len, uint64_
 			for (size_t j = i; j < len; j++)
 				bad += b[j] != mt_byte(key, j);
 			mt_error("%s: data mismatch at byte %zu of %zu: got 0x%02x want 0x%02x "
-				 "(%zu bytes differ)", what, i, len, b[i], want, bad);
+				 "(%zu bytes differ)",
+				 what, i, len, b[i], want, bad);
 			return 1;
 		}
 	}
@@ -123,7 +127,8 @@ static inline uint64_t mt_key(int src, int dst, int tag, long seq)
 }
 
 /* Check status source, tag and byte count. */
-static __attribute__((unused)) int mt_check_status(const MPI_Status *st, int src, int tag, size_t len, const char *what)
+static __attribute__((unused)) int mt_check_status(const MPI_Status *st, int src, int tag,
+						   size_t len, const char *what)
 {
 	int count = -1, bad = 0;
 	MPI_Get_count(st, MPI_BYTE, &count);

@@ -23,12 +23,12 @@
  * Every phase runs REPS times with a different size sequence. */
 #include "mpitest.h"
 
-#define NMSG 40
-#define REPS 4
-#define TAG 42
+#define NMSG   40
+#define REPS   4
+#define TAG    42
 #define MAXLEN 300000
-static const size_t sizes[] = {0,     1,     8,     100,    4095,   4096,  4097,  16383,
-			       16384, 16385, 65536, 65537, 100000, 200000, 300000, 2};
+static const size_t sizes[] = { 0,     1,     8,     100,   4095,   4096,   4097,   16383,
+				16384, 16385, 65536, 65537, 100000, 200000, 300000, 2 };
 #define NSIZES ((int)(sizeof(sizes) / sizeof(sizes[0])))
 
 static int g_rep, g_phase;
@@ -45,7 +45,10 @@ static size_t msg_len(int src, int seq)
 		return sizes[x % 4];
 	return sizes[x % NSIZES];
 }
-static uint64_t msg_key(int src, int seq) { return mt_key(src, 100 + g_phase, g_rep, seq); }
+static uint64_t msg_key(int src, int seq)
+{
+	return mt_key(src, 100 + g_phase, g_rep, seq);
+}
 
 /* Send buffers of one stream, packed. */
 static unsigned char *sbuf;
@@ -69,8 +72,9 @@ static void check(int src, int i, const MPI_Status *st, const unsigned char *buf
 	size_t len = msg_len(src, i);
 	int count = -1;
 	MPI_Get_count(st, MPI_BYTE, &count);
-	snprintf(what, sizeof(what), "phase %c rep %d: receive %d from %d (message %d is %zu bytes)",
-		 'A' + g_phase, g_rep, i, src, i, len);
+	snprintf(what, sizeof(what),
+		 "phase %c rep %d: receive %d from %d (message %d is %zu bytes)", 'A' + g_phase,
+		 g_rep, i, src, i, len);
 	if (st->MPI_SOURCE != src)
 		mt_error("%s: status source %d", what, st->MPI_SOURCE);
 	if (st->MPI_TAG != want_tag)
@@ -113,7 +117,7 @@ int main(int argc, char **argv)
 	MPI_Request rreq[NMSG], sreq[NMSG];
 	MPI_Status rst[NMSG];
 	long checked = 0;
-#define RB(i) (rbuf + (size_t)(i) * MAXLEN)
+#define RB(i) (rbuf + (size_t)(i)*MAXLEN)
 
 	for (g_rep = 0; g_rep < REPS; g_rep++) {
 		/* Phases A-D: ring. */
@@ -126,21 +130,25 @@ int main(int argc, char **argv)
 			int rsrc = g_phase == 3 ? MPI_ANY_SOURCE : src;
 			int pre = g_phase == 0 ? NMSG : g_phase == 2 ? NMSG / 2 : 0;
 			for (int i = 0; i < pre; i++)
-				MPI_Irecv(RB(i), MAXLEN, MPI_BYTE, rsrc, rtag, MPI_COMM_WORLD, &rreq[i]);
+				MPI_Irecv(RB(i), MAXLEN, MPI_BYTE, rsrc, rtag, MPI_COMM_WORLD,
+					  &rreq[i]);
 			MPI_Barrier(MPI_COMM_WORLD);
 			for (int s = 0; s < NMSG; s++)
-				MPI_Isend(sbuf + soff[s], (int)msg_len(mt_rank, s), MPI_BYTE, dst, tagof[s],
-					  MPI_COMM_WORLD, &sreq[s]);
+				MPI_Isend(sbuf + soff[s], (int)msg_len(mt_rank, s), MPI_BYTE, dst,
+					  tagof[s], MPI_COMM_WORLD, &sreq[s]);
 			if (g_phase == 1) {
 				MPI_Barrier(MPI_COMM_WORLD);
 				for (int i = 0; i < NMSG; i++)
-					MPI_Recv(RB(i), MAXLEN, MPI_BYTE, rsrc, rtag, MPI_COMM_WORLD, &rst[i]);
+					MPI_Recv(RB(i), MAXLEN, MPI_BYTE, rsrc, rtag,
+						 MPI_COMM_WORLD, &rst[i]);
 			} else if (g_phase == 3) {
 				for (int i = 0; i < NMSG; i++)
-					MPI_Recv(RB(i), MAXLEN, MPI_BYTE, rsrc, rtag, MPI_COMM_WORLD, &rst[i]);
+					MPI_Recv(RB(i), MAXLEN, MPI_BYTE, rsrc, rtag,
+						 MPI_COMM_WORLD, &rst[i]);
 			} else {
 				for (int i = pre; i < NMSG; i++)
-					MPI_Irecv(RB(i), MAXLEN, MPI_BYTE, rsrc, rtag, MPI_COMM_WORLD, &rreq[i]);
+					MPI_Irecv(RB(i), MAXLEN, MPI_BYTE, rsrc, rtag,
+						  MPI_COMM_WORLD, &rreq[i]);
 				MPI_Waitall(NMSG, rreq, rst);
 			}
 			MPI_Waitall(NMSG, sreq, MPI_STATUSES_IGNORE);
@@ -164,16 +172,20 @@ int main(int argc, char **argv)
 					int n = (int)msg_len(mt_rank, s);
 					switch ((s * 7 + g_rep) % 4) {
 					case 0:
-						MPI_Send(b, n, MPI_BYTE, partner, TAG, MPI_COMM_WORLD);
+						MPI_Send(b, n, MPI_BYTE, partner, TAG,
+							 MPI_COMM_WORLD);
 						break;
 					case 1:
-						MPI_Isend(b, n, MPI_BYTE, partner, TAG, MPI_COMM_WORLD, &sreq[ns++]);
+						MPI_Isend(b, n, MPI_BYTE, partner, TAG,
+							  MPI_COMM_WORLD, &sreq[ns++]);
 						break;
 					case 2:
-						MPI_Ssend(b, n, MPI_BYTE, partner, TAG, MPI_COMM_WORLD);
+						MPI_Ssend(b, n, MPI_BYTE, partner, TAG,
+							  MPI_COMM_WORLD);
 						break;
 					case 3:
-						MPI_Issend(b, n, MPI_BYTE, partner, TAG, MPI_COMM_WORLD, &sreq[ns++]);
+						MPI_Issend(b, n, MPI_BYTE, partner, TAG,
+							   MPI_COMM_WORLD, &sreq[ns++]);
 						break;
 					}
 				}
@@ -183,12 +195,13 @@ int main(int argc, char **argv)
 				while (i < NMSG) {
 					/* Alternate: one blocking receive, then a batch
 					 * of up to 5 Irecvs completed with Waitall. */
-					MPI_Recv(RB(i), MAXLEN, MPI_BYTE, partner, TAG, MPI_COMM_WORLD, &rst[i]);
+					MPI_Recv(RB(i), MAXLEN, MPI_BYTE, partner, TAG,
+						 MPI_COMM_WORLD, &rst[i]);
 					i++;
 					int n = NMSG - i < 5 ? NMSG - i : 5;
 					for (int k = 0; k < n; k++)
-						MPI_Irecv(RB(i + k), MAXLEN, MPI_BYTE, partner, TAG, MPI_COMM_WORLD,
-							  &rreq[k]);
+						MPI_Irecv(RB(i + k), MAXLEN, MPI_BYTE, partner, TAG,
+							  MPI_COMM_WORLD, &rreq[k]);
 					MPI_Waitall(n, rreq, rst + i);
 					i += n;
 				}
@@ -201,7 +214,8 @@ int main(int argc, char **argv)
 	long all = 0;
 	MPI_Reduce(&checked, &all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
 	if (mt_rank == 0)
-		printf("ordering: %d ranks, %d messages per stream, 5 phases x %d reps: %ld receives in order\n",
+		printf("ordering: %d ranks, %d messages per stream, 5 phases x %d reps: %ld "
+		       "receives in order\n",
 		       mt_size, NMSG, REPS, all);
 	free(sbuf);
 	free(rbuf);

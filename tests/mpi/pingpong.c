@@ -10,7 +10,7 @@
 #include "mpitest.h"
 
 #define MAXLEN (4u << 20)
-#define GUARD 64
+#define GUARD  64
 
 static int check_guard(const unsigned char *buf, size_t len, const char *what)
 {
@@ -57,14 +57,18 @@ int main(int argc, char **argv)
 			if (initiator) {
 				mt_fill(sbuf, len, kping);
 				MPI_Send(sbuf, (int)len, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
-				MPI_Recv(rbuf, (int)(len + GUARD), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &st);
-				snprintf(what, sizeof(what), "pong len %zu iter %d from %d", len, it, peer);
+				MPI_Recv(rbuf, (int)(len + GUARD), MPI_BYTE, peer, tag,
+					 MPI_COMM_WORLD, &st);
+				snprintf(what, sizeof(what), "pong len %zu iter %d from %d", len,
+					 it, peer);
 				mt_check_status(&st, peer, tag, len, what);
 				mt_check(rbuf, len, kpong, what);
 				check_guard(rbuf, len, what);
 			} else {
-				MPI_Recv(rbuf, (int)(len + GUARD), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &st);
-				snprintf(what, sizeof(what), "ping len %zu iter %d from %d", len, it, peer);
+				MPI_Recv(rbuf, (int)(len + GUARD), MPI_BYTE, peer, tag,
+					 MPI_COMM_WORLD, &st);
+				snprintf(what, sizeof(what), "ping len %zu iter %d from %d", len,
+					 it, peer);
 				mt_check_status(&st, peer, tag, len, what);
 				mt_check(rbuf, len, kping, what);
 				check_guard(rbuf, len, what);
@@ -75,8 +79,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (active && initiator)
-		printf("pingpong: rank %d<->%d: %ld round trips, %d sizes 0..%u\n",
-		       mt_rank, peer, rounds, nsizes, MAXLEN);
+		printf("pingpong: rank %d<->%d: %ld round trips, %d sizes 0..%u\n", mt_rank, peer,
+		       rounds, nsizes, MAXLEN);
 	free(sbuf);
 	free(rbuf);
 	return mt_finish();

@@ -16,16 +16,20 @@
 #include "mpitest.h"
 
 #define NMSG 18
-static const size_t sizes[] = {0, 1, 100, 4096, 65536, 65537, 200000, 1u << 20, 12};
+static const size_t sizes[] = { 0, 1, 100, 4096, 65536, 65537, 200000, 1u << 20, 12 };
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
-static size_t msg_len(int src, int dst, int seq) { return sizes[(size_t)(seq + src + dst) % NSIZES]; }
+static size_t msg_len(int src, int dst, int seq)
+{
+	return sizes[(size_t)(seq + src + dst) % NSIZES];
+}
 
 static int *next_seq; /* per source: next seq expected */
 
 /* Check a probe result against the message it must describe; returns the
  * expected length (or (size_t)-1 when the status is unusable). */
-static size_t check_probe(const char *phase, int base, const MPI_Status *st, int want_src, size_t *probed)
+static size_t check_probe(const char *phase, int base, const MPI_Status *st, int want_src,
+			  size_t *probed)
 {
 	int src = st->MPI_SOURCE, tag = st->MPI_TAG, count = -1;
 	MPI_Get_count(st, MPI_BYTE, &count);
@@ -38,15 +42,16 @@ static size_t check_probe(const char *phase, int base, const MPI_Status *st, int
 		mt_error("phase %s: probe for source %d returned source %d", phase, want_src, src);
 	int seq = tag - base;
 	if (seq != next_seq[src]) {
-		mt_error("phase %s: probe from %d returned tag %d, expected tag %d (the next message "
-			 "in send order)", phase, src, tag, base + next_seq[src]);
+		mt_error("phase %s: probe from %d returned tag %d, expected tag %d (the next "
+			 "message in send order)",
+			 phase, src, tag, base + next_seq[src]);
 		if (seq < 0 || seq >= NMSG)
 			return (size_t)-1;
 	}
 	size_t len = msg_len(src, mt_rank, seq);
 	if (count < 0 || (size_t)count != len)
-		mt_error("phase %s: probe of message src %d tag %d: count %d want %zu", phase, src, tag,
-			 count, len);
+		mt_error("phase %s: probe of message src %d tag %d: count %d want %zu", phase, src,
+			 tag, count, len);
 	return len;
 }
 
@@ -56,7 +61,8 @@ static void check_recv(const char *phase, int base, const MPI_Status *pst, size_
 {
 	char what[128];
 	int src = pst->MPI_SOURCE, tag = pst->MPI_TAG, seq = tag - base;
-	snprintf(what, sizeof(what), "phase %s: receive of probed message src %d tag %d", phase, src, tag);
+	snprintf(what, sizeof(what), "phase %s: receive of probed message src %d tag %d", phase,
+		 src, tag);
 	mt_check_status(rst, src, tag, probed, what);
 	if (seq >= 0 && seq < NMSG) {
 		next_seq[src] = seq + 1;
@@ -85,7 +91,8 @@ static void nothing_left(const char *phase)
 			 phase, st.MPI_SOURCE, st.MPI_TAG);
 	for (int src = 0; src < mt_size; src++)
 		if (src != mt_rank && next_seq[src] != NMSG)
-			mt_error("phase %s: received %d of %d messages from %d", phase, next_seq[src], NMSG, src);
+			mt_error("phase %s: received %d of %d messages from %d", phase,
+				 next_seq[src], NMSG, src);
 }
 
 int main(int argc, char **argv)
@@ -99,7 +106,7 @@ int main(int argc, char **argv)
 			sbytes += msg_len(mt_rank, dst, seq);
 	unsigned char *sbuf = mt_malloc(sbytes);
 	MPI_Request *sreq = mt_malloc(sizeof(MPI_Request) * total);
-	const char *phases[] = {"Probe", "Iprobe", "Mprobe", "Improbe"};
+	const char *phases[] = { "Probe", "Iprobe", "Mprobe", "Improbe" };
 
 	for (int ph = 0; ph < 4; ph++) {
 		const char *phase = phases[ph];
@@ -114,7 +121,8 @@ int main(int argc, char **argv)
 					continue;
 				size_t len = msg_len(mt_rank, dst, seq);
 				mt_fill(p, len, mt_key(mt_rank, dst, base + seq, seq));
-				MPI_Isend(p, (int)len, MPI_BYTE, dst, base + seq, MPI_COMM_WORLD, &sreq[ns++]);
+				MPI_Isend(p, (int)len, MPI_BYTE, dst, base + seq, MPI_COMM_WORLD,
+					  &sreq[ns++]);
 				p += len;
 			}
 
@@ -133,17 +141,18 @@ int main(int argc, char **argv)
 				{
 					int c2 = -1;
 					MPI_Get_count(&st2, MPI_BYTE, &c2);
-					if (st2.MPI_SOURCE != pst.MPI_SOURCE || st2.MPI_TAG != pst.MPI_TAG ||
-					    c2 != (int)probed)
-						mt_error("phase %s: second probe of src %d tag %d gave src %d "
-							 "tag %d count %d (first: count %zu)", phase,
-							 pst.MPI_SOURCE, pst.MPI_TAG, st2.MPI_SOURCE,
-							 st2.MPI_TAG, c2, probed);
+					if (st2.MPI_SOURCE != pst.MPI_SOURCE ||
+					    st2.MPI_TAG != pst.MPI_TAG || c2 != (int)probed)
+						mt_error("phase %s: second probe of src %d tag %d "
+							 "gave src %d tag %d count %d (first: "
+							 "count %zu)",
+							 phase, pst.MPI_SOURCE, pst.MPI_TAG,
+							 st2.MPI_SOURCE, st2.MPI_TAG, c2, probed);
 				}
 				{
 					unsigned char *rb = mt_malloc(probed);
-					MPI_Recv(rb, (int)probed, MPI_BYTE, pst.MPI_SOURCE, pst.MPI_TAG,
-						 MPI_COMM_WORLD, &rst);
+					MPI_Recv(rb, (int)probed, MPI_BYTE, pst.MPI_SOURCE,
+						 pst.MPI_TAG, MPI_COMM_WORLD, &rst);
 					check_recv(phase, base, &pst, probed, &rst, rb);
 					free(rb);
 				}
@@ -155,8 +164,8 @@ int main(int argc, char **argv)
 					goto out;
 				{
 					unsigned char *rb = mt_malloc(probed);
-					MPI_Recv(rb, (int)probed, MPI_BYTE, pst.MPI_SOURCE, pst.MPI_TAG,
-						 MPI_COMM_WORLD, &rst);
+					MPI_Recv(rb, (int)probed, MPI_BYTE, pst.MPI_SOURCE,
+						 pst.MPI_TAG, MPI_COMM_WORLD, &rst);
 					check_recv(phase, base, &pst, probed, &rst, rb);
 					free(rb);
 				}
@@ -165,23 +174,29 @@ int main(int argc, char **argv)
 				MPI_Mprobe(want, MPI_ANY_TAG, MPI_COMM_WORLD, &msg, &pst);
 				if (check_probe(phase, base, &pst, want, &probed) == (size_t)-1)
 					goto out;
-				MPI_Iprobe(pst.MPI_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st2);
+				MPI_Iprobe(pst.MPI_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag,
+					   &st2);
 				if (flag && st2.MPI_TAG != pst.MPI_TAG + 1)
-					mt_error("phase %s: after Mprobe of src %d tag %d, Iprobe of that "
-						 "source returned tag %d (want the next, tag %d)", phase,
-						 pst.MPI_SOURCE, pst.MPI_TAG, st2.MPI_TAG, pst.MPI_TAG + 1);
+					mt_error("phase %s: after Mprobe of src %d tag %d, Iprobe "
+						 "of that source returned tag %d (want the next, "
+						 "tag %d)",
+						 phase, pst.MPI_SOURCE, pst.MPI_TAG, st2.MPI_TAG,
+						 pst.MPI_TAG + 1);
 				{
 					unsigned char *rb = mt_malloc(probed);
 					MPI_Mrecv(rb, (int)probed, MPI_BYTE, &msg, &rst);
 					if (msg != MPI_MESSAGE_NULL)
-						mt_error("phase %s: MPI_Mrecv did not reset the message handle", phase);
+						mt_error("phase %s: MPI_Mrecv did not reset the "
+							 "message handle",
+							 phase);
 					check_recv(phase, base, &pst, probed, &rst, rb);
 					free(rb);
 				}
 				break;
 			case 3: /* MPI_Improbe polling, then MPI_Imrecv + MPI_Wait */
 				while (!flag)
-					MPI_Improbe(want, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &msg, &pst);
+					MPI_Improbe(want, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &msg,
+						    &pst);
 				if (check_probe(phase, base, &pst, want, &probed) == (size_t)-1)
 					goto out;
 				{
@@ -199,7 +214,8 @@ int main(int argc, char **argv)
 		MPI_Waitall(ns, sreq, MPI_STATUSES_IGNORE);
 	}
 	if (mt_rank == 0)
-		printf("probe: %d ranks x %d messages per peer x 4 probe kinds checked\n", mt_size, NMSG);
+		printf("probe: %d ranks x %d messages per peer x 4 probe kinds checked\n", mt_size,
+		       NMSG);
 	free(sbuf);
 	free(sreq);
 	free(next_seq);

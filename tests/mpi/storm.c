@@ -15,12 +15,12 @@
  * payload and the guard bytes past the message are checked. */
 #include "mpitest.h"
 
-static const size_t sizes[] = {0,     1,     7,     64,     1000,   4095,   4096,    4097,
-			       8192,  16383, 16384, 16385,  32768,  65535,  65536,   65537,
-			       70000, 131072, 262145, 1u << 20, 3,      524288, 100000};
-#define NSIZES ((int)(sizeof(sizes) / sizeof(sizes[0])))
+static const size_t sizes[] = { 0,     1,      7,      64,	 1000,	4095,	4096,  4097,
+				8192,  16383,  16384,  16385,	 32768, 65535,	65536, 65537,
+				70000, 131072, 262145, 1u << 20, 3,	524288, 100000 };
+#define NSIZES	((int)(sizeof(sizes) / sizeof(sizes[0])))
 #define NROUNDS 12
-#define SLACK 32
+#define SLACK	32
 
 static uint64_t rng_state = 88172645463325252ull;
 static uint64_t rng(void)
@@ -38,7 +38,10 @@ static size_t msg_len(int src, int dst, int r, int k)
 	return sizes[(k + src * 3 + dst * 5 + r * 7) % NSIZES];
 }
 
-static int msg_tag(int r, int k) { return (r % 4 == 3) ? 77 : 100 + k; }
+static int msg_tag(int r, int k)
+{
+	return (r % 4 == 3) ? 77 : 100 + k;
+}
 
 int main(int argc, char **argv)
 {
@@ -86,24 +89,25 @@ int main(int argc, char **argv)
 			size_t off = maxbytes * p;
 			for (int k = 0; k < NSIZES; k++) {
 				size_t len = msg_len(mt_rank, dst, r, k);
-				mt_fill(sbuf + off, len, mt_key(mt_rank, dst, msg_tag(r, k), r * 64 + k));
+				mt_fill(sbuf + off, len,
+					mt_key(mt_rank, dst, msg_tag(r, k), r * 64 + k));
 				off += len + SLACK;
 			}
 		}
-#define POST_RECV(i)                                                                              \
-	MPI_Irecv(rbuf + r_off[i], (int)r_cap[i], MPI_BYTE, r_src[i], msg_tag(r, r_k[i]),          \
+#define POST_RECV(i)                                                                      \
+	MPI_Irecv(rbuf + r_off[i], (int)r_cap[i], MPI_BYTE, r_src[i], msg_tag(r, r_k[i]), \
 		  MPI_COMM_WORLD, &rreq[i])
 		/* Sends are described by index s = p * NSIZES + k. */
-#define POST_SEND(s)                                                                              \
-	do {                                                                                      \
-		int p_ = (s) / NSIZES, k_ = (s) % NSIZES;                                          \
-		int dst_ = (mt_rank + 1 + p_) % mt_size;                                           \
-		size_t off_ = maxbytes * p_;                                                       \
-		for (int j_ = 0; j_ < k_; j_++)                                                    \
-			off_ += msg_len(mt_rank, dst_, r, j_) + SLACK;                             \
-		MPI_Isend(sbuf + off_, (int)msg_len(mt_rank, dst_, r, k_), MPI_BYTE, dst_,          \
-			  msg_tag(r, k_), MPI_COMM_WORLD, &sreq[s]);                               \
-		ns++;                                                                              \
+#define POST_SEND(s)                                                                       \
+	do {                                                                               \
+		int p_ = (s) / NSIZES, k_ = (s) % NSIZES;                                  \
+		int dst_ = (mt_rank + 1 + p_) % mt_size;                                   \
+		size_t off_ = maxbytes * p_;                                               \
+		for (int j_ = 0; j_ < k_; j_++)                                            \
+			off_ += msg_len(mt_rank, dst_, r, j_) + SLACK;                     \
+		MPI_Isend(sbuf + off_, (int)msg_len(mt_rank, dst_, r, k_), MPI_BYTE, dst_, \
+			  msg_tag(r, k_), MPI_COMM_WORLD, &sreq[s]);                       \
+		ns++;                                                                      \
 	} while (0)
 
 		switch (mode) {
@@ -155,14 +159,16 @@ int main(int argc, char **argv)
 			int src = r_src[i], k = r_k[i], tag = msg_tag(r, k);
 			size_t len = msg_len(src, mt_rank, r, k);
 			unsigned char *b = rbuf + r_off[i];
-			snprintf(what, sizeof(what), "round %d (mode %d): message %d (%zu bytes) from %d",
-				 r, mode, k, len, src);
+			snprintf(what, sizeof(what),
+				 "round %d (mode %d): message %d (%zu bytes) from %d", r, mode, k,
+				 len, src);
 			if (mt_check_status(&st[i], src, tag, len, what))
 				continue;
 			mt_check(b, len, mt_key(src, mt_rank, tag, r * 64 + k), what);
 			for (size_t g = len; g < len + SLACK; g++)
 				if (b[g] != 0xA5) {
-					mt_error("%s: byte %zu past the message was overwritten", what, g - len);
+					mt_error("%s: byte %zu past the message was overwritten",
+						 what, g - len);
 					break;
 				}
 			checked++;
@@ -171,7 +177,8 @@ int main(int argc, char **argv)
 	long all = 0;
 	MPI_Reduce(&checked, &all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
 	if (mt_rank == 0)
-		printf("storm: %d ranks, %d rounds, %d sizes 0..%u per pair: %ld messages checked\n",
+		printf("storm: %d ranks, %d rounds, %d sizes 0..%u per pair: "
+		       "%ld messages checked\n",
 		       mt_size, NROUNDS, NSIZES, 1u << 20, all);
 	free(sbuf);
 	free(rbuf);

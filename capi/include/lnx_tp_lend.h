@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * A transport lent to C (tp_lend.go): while lnx has an armed receive, the
- * C side of fi_cq_read may read the transport's core CQ itself, take eager
- * messages of one peer and send that peer small ones, so that neither the
- * idle polls nor those messages enter Go. capi calls these; peers/ofi defines them (tp_c.go).
- * The caller serializes the calls with Go's taking the transport back
- * (lnx's arm lock).
+ * A transport lent to C (peers/ofi/tp_lend.go): while lnx has an armed
+ * receive, the C side of fi_cq_read may read the transport's core CQ
+ * itself, take eager messages of one peer and send that peer small ones, so
+ * that neither the idle polls nor those messages enter Go. capi calls these
+ * (arm.c, fast_send.c); peers/ofi defines them (peers/ofi/tp.c). The caller
+ * serializes the calls with Go's taking the transport back (lnx's arm lock).
  */
 #ifndef LNX_TP_LEND_H
 #define LNX_TP_LEND_H
@@ -41,6 +41,7 @@ void lnx_tp_consume(void *tp);
  * header) to the lent peer with fi_inject, if it may: 0 when sent, -1
  * when Go must send it (not allowed, too large, no credits, or the core
  * refused). */
-int lnx_tp_send_eager(void *tp, uint32_t flags, uint64_t tag, uint64_t data, const void *buf, size_t len);
+int lnx_tp_send_eager(void *tp, uint32_t flags, uint64_t tag, uint64_t data, const void *buf,
+		      size_t len);
 
 #endif

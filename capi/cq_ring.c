@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * A CQ's C side of fi_cq_read: reading the completion ring C's fast paths
+ * fill (struct lnx_cring; they append with lnx_cring_reserve and
+ * lnx_cring_put, lnx_internal.h), and the gate (struct lnx_gate) that
+ * answers an idle poll without entering Go. Go's side of the gate is
+ * lnx/gate.go.
+ */
+#include "lnx_capi.h"
+#include "lnx_internal.h"
+
+/*
+ * lnx_cq_idle answers whether a poll would find nothing, without entering
+ * Go (see struct lnx_gate). Any doubt (a watch changed, Go rewriting the
+ * watches, completions pending, open) means "not idle". readers lets Go
+ * wait out scans before it unmaps a region the watches point into.
+ */
+int lnx_cq_idle(struct lnx_gate *g)
+{
+	if (__atomic_load_n(&g->pending, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&g->posts, __ATOMIC_ACQUIRE))
+		return 0;
+	if (g->idle >= __atomic_load_n(&g->skip_max, __ATOMIC_RELAXED))
+		return 0; /* time for Go's slower duties */
+	__atomic_fetch_add(&g->readers, 1, __ATOMIC_SEQ_CST);
+	int idle = 0;
+	uint32_t seq = __atomic_load_n(&g->seq, __ATOMIC_ACQUIRE);
+	if (!__atomic_load_n(&g->open, __ATOMIC_SEQ_CST) && !(seq & 1)) {
+		uint32_t n = __atomic_load_n(&g->n, __ATOMIC_ACQUIRE);
+		idle = n <= LNX_GATE_WATCHES;
+		for (uint32_t i = 0; idle && i < n; i++) {
+			const struct lnx_gate_watch *w = &g->w[i];
+			uint64_t x = __atomic_load_n((const uint64_t *)w->p, __ATOMIC_ACQUIRE);
+			if ((x == w->v) == (w->eq != 0))
+				idle = 0;
+		}
+		if (__atomic_load_n(&g->seq, __ATOMIC_ACQUIRE) != seq)
+			idle = 0;
+	}
+	__atomic_fetch_sub(&g->readers, 1, __ATOMIC_RELEASE);
+	if (idle)
+		g->idle++; /* a hint only: racing threads may lose counts */
+	return idle;
+}
+
+/* lnx_cring_read returns the completions C queued (fast sends, armed
+ * receives), in the CQ's format. */
+ssize_t lnx_cring_read(struct lnx_cring *r, void *buf, size_t count, fi_addr_t *src)
+{
+	if (__atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) ==
+		    __atomic_load_n(&r->head, __ATOMIC_RELAXED) ||
+	    !buf)
+		return 0;
+	lnx_spin_lock(&r->lock);
+	size_t n = 0;
+	for (; n < count && r->head != r->tail; n++, r->head++) {
+		const typeof(r->e[0]) *x = &r->e[r->head % LNX_CRING];
+		switch (r->format) {
+		case FI_CQ_FORMAT_CONTEXT:
+			((struct fi_cq_entry *)buf)[n] =
+				(struct fi_cq_entry){ .op_context = x->ctx };
+			break;
+		case FI_CQ_FORMAT_MSG:
+			((struct fi_cq_msg_entry *)buf)[n] =
+				(struct fi_cq_msg_entry){ .op_context = x->ctx,
+							  .flags = x->flags,
+							  .len = x->len };
+			break;
+		case FI_CQ_FORMAT_DATA:
+			((struct fi_cq_data_entry *)buf)[n] =
+				(struct fi_cq_data_entry){ .op_context = x->ctx,
+							   .flags = x->flags,
+							   .len = x->len,
+							   .buf = x->buf,
+							   .data = x->data };
+			break;
+		default:
+			((struct fi_cq_tagged_entry *)buf)[n] =
+				(struct fi_cq_tagged_entry){ .op_context = x->ctx,
+							     .flags = x->flags,
+							     .len = x->len,
+							     .buf = x->buf,
+							     .data = x->data,
+							     .tag = x->tag };
+		}
+		if (src)
+			src[n] = x->src;
+	}
+	lnx_spin_unlock(&r->lock);
+	return (ssize_t)n;
+}

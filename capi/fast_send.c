@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * The fast send path (struct lnx_fast): small sends written into a
+ * same-node peer's shm ring, or handed to the lent network transport,
+ * without a call into Go; the completion goes to the transmit CQ's C ring
+ * (cq_ring.c). Go's side is lnx/fast.go; docs/design.md says who writes
+ * which word.
+ */
+#include <string.h>
+#include "lnx_capi.h"
+#include "lnx_internal.h"
+#include "lnx_ops.h"
+#include "lnx_tp_lend.h"
+
+/*
+ * lnx_fast_put_shm appends an eager record to a same-node peer's shm ring
+ * through its slot, the way shm.Endpoint.Send does: 0, or declined when
+ * the slot is not ready, the receiver has closed its endpoint, the record
+ * would wrap (Go writes the pad record) or the ring is full (Go decides
+ * between -FI_EAGAIN and a dead peer).
+ */
+static ssize_t lnx_fast_put_shm(struct lnx_txslot *s, uint64_t hflags, uint64_t tag, uint64_t data,
+				const void *buf, size_t len)
+{
+	ssize_t ret = LNX_FAST_DECLINED;
+	lnx_spin_lock(&s->lock);
+	if (!s->ready || len > s->eager_max ||
+	    __atomic_load_n((const uint64_t *)s->peer_state, __ATOMIC_ACQUIRE) != LNX_SHM_PEER_OPEN)
+		goto out; /* Go reports a closed peer */
+	uint64_t need = (LNX_REC_HDR + len + LNX_REC_LINE - 1) & ~(uint64_t)(LNX_REC_LINE - 1);
+	uint64_t tail = s->tail, off = tail & s->mask;
+	if (off + need > s->size)
+		goto out;
+	if (tail + need + LNX_REC_LINE > s->head_cache + s->size) {
+		s->head_cache = __atomic_load_n((const uint64_t *)s->fwd_head, __ATOMIC_ACQUIRE);
+		if (tail + need + LNX_REC_LINE > s->head_cache + s->size)
+			goto out;
+	}
+	struct lnx_rec *rec = (struct lnx_rec *)(s->ring + off);
+	rec->kf = LNX_REC_EAGER | hflags << 32;
+	rec->tag = tag;
+	rec->data = data;
+	rec->size = len;
+	if (len)
+		memcpy((char *)rec + LNX_REC_HDR, buf, len);
+	__atomic_store_n(&rec->stamp, (tail ^ s->salt) | 1, __ATOMIC_RELEASE);
+	s->tail = tail + need;
+	ret = 0;
+out:
+	lnx_spin_unlock(&s->lock);
+	return ret;
+}
+
+/*
+ * lnx_fast_put_net sends to the network peer of a lent transport (struct
+ * lnx_arm's net and net_src) with the core's fi_inject, using the peer's
+ * sequence number and credits that Go lent with the transport: 0, or
+ * declined. The arm lock keeps Go (taking the transport back) and C
+ * readers out; if another thread holds it, Go sends.
+ */
+static ssize_t lnx_fast_put_net(struct lnx_arm *a, fi_addr_t dest, uint64_t hflags, uint64_t tag,
+				uint64_t data, const void *buf, size_t len)
+{
+	ssize_t ret = LNX_FAST_DECLINED;
+	if (__atomic_exchange_n(&a->lock, 1, __ATOMIC_ACQUIRE))
+		return ret;
+	if (__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) && a->net && a->net_src == dest &&
+	    lnx_tp_send_eager((void *)a->net, (uint32_t)hflags, tag, data, buf, len) == 0)
+		ret = 0;
+	__atomic_store_n(&a->lock, 0, __ATOMIC_RELEASE);
+	return ret;
+}
+
+/*
+ * lnx_fast_send sends a small message without a call into Go: to a peer on
+ * this node through its shm ring, or to the network peer of a lent
+ * transport, and queues the completion in the transmit CQ's C ring.
+ * Anything it is not sure about (no slot published yet, ring full or
+ * wrapping, the ...msg variants, several buffers, completion ring full,
+ * a network message over the core's inject size) is declined and goes to
+ * Go, which also reports every error.
+ */
+
+ssize_t lnx_fast_send(struct lnx_fast *f, const struct iovec *iov, size_t count, fi_addr_t dest,
+		      uint64_t tag, uint64_t data, void *ctx, int kind)
+{
+	if (!__atomic_load_n(&f->on, __ATOMIC_ACQUIRE) || (kind & LNX_OP_EXPLICIT) || count > 1 ||
+	    dest >= LNX_FAST_PEERS)
+		return LNX_FAST_DECLINED;
+	struct lnx_txslot *s =
+		(struct lnx_txslot *)__atomic_load_n(&f->peer[dest], __ATOMIC_ACQUIRE);
+	struct lnx_arm *a = &f->arm;
+	if (!s && (!__atomic_load_n(&a->lent, __ATOMIC_RELAXED) ||
+		   !__atomic_load_n(&a->net, __ATOMIC_RELAXED) ||
+		   __atomic_load_n(&a->net_src, __ATOMIC_RELAXED) != dest))
+		return LNX_FAST_DECLINED;
+	size_t len = count ? iov[0].iov_len : 0;
+	const void *buf = count ? iov[0].iov_base : NULL;
+	uint64_t txf = __atomic_load_n(&f->tx_flags, __ATOMIC_RELAXED);
+	if ((len && !buf) ||
+	    (((kind & LNX_OP_INJECT) || (txf & FI_INJECT)) && len > f->inject_size))
+		return LNX_FAST_DECLINED;
+	int want_cq = !(kind & LNX_OP_INJECT) && (!f->tx_sel || (txf & FI_COMPLETION));
+	struct lnx_cring *cr = __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE);
+	if (want_cq && (!cr || !lnx_cring_reserve(cr)))
+		return LNX_FAST_DECLINED;
+	uint64_t hflags = (kind & LNX_OP_TAGGED) ? LNX_HDR_TAGGED : 0;
+	if ((kind & LNX_OP_DATA) || (txf & FI_REMOTE_CQ_DATA))
+		hflags |= LNX_HDR_DATA;
+	else
+		data = 0;
+	ssize_t ret = s ? lnx_fast_put_shm(s, hflags, tag, data, buf, len) :
+			  lnx_fast_put_net(a, dest, hflags, tag, data, buf, len);
+	if (want_cq) {
+		if (ret == 0)
+			lnx_cring_put(cr, ctx, NULL,
+				      FI_SEND | ((kind & LNX_OP_TAGGED) ? FI_TAGGED : FI_MSG), 0, 0,
+				      0, FI_ADDR_NOTAVAIL);
+		lnx_spin_unlock(&cr->lock);
+	}
+	return ret;
+}

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * What capi's C files share and nothing outside capi uses: the helpers every
+ * fid uses, the spin lock and completion ring writers of the fast paths, and
+ * the functions and ops tables one file defines for another. Everything
+ * declared here is hidden: the library exports only what libfabric and Go
+ * need.
+ */
+#ifndef LNX_INTERNAL_H
+#define LNX_INTERNAL_H
+
+#include <stdlib.h>
+#include <sys/mman.h>
+#include "lnx_capi.h"
+#include "_cgo_export.h" /* the Go entry points (lnx_go_*) */
+
+#define LNX_HIDDEN __attribute__((visibility("hidden")))
+
+#define LNX_H(type, fidp) (((struct type *)(void *)(fidp))->h)
+
+/* Unsupported operations. */
+static inline int nosys_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+static inline int nosys_control(struct fid *fid, int command, void *arg)
+{
+	return -FI_ENOSYS;
+}
+static inline int nosys_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
+				 void *context)
+{
+	return -FI_ENOSYS;
+}
+static inline int nosys_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops,
+				void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static inline int lnx_close_common(struct fid *fid, lnx_handle h)
+{
+	int ret = lnx_go_close(h);
+	if (ret == 0)
+		free(fid);
+	return ret;
+}
+
+static inline void lnx_spin_lock(uint32_t *l)
+{
+	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(l, __ATOMIC_RELAXED))
+			__builtin_ia32_pause();
+}
+static inline void lnx_spin_unlock(uint32_t *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+/* lnx_cring_put appends one completion (cr->lock held, room checked). */
+static inline void lnx_cring_put(struct lnx_cring *cr, void *ctx, void *buf, uint64_t flags,
+				 uint64_t len, uint64_t data, uint64_t tag, uint64_t src)
+{
+	typeof(cr->e[0]) *x = &cr->e[cr->tail % LNX_CRING];
+	x->ctx = ctx;
+	x->buf = buf;
+	x->flags = flags;
+	x->len = len;
+	x->data = data;
+	x->tag = tag;
+	x->src = src;
+	__atomic_store_n(&cr->tail, cr->tail + 1, __ATOMIC_RELEASE);
+}
+
+/* lnx_cring_reserve takes cr->lock if the ring has room for one more
+ * completion (1); a full ring is left unlocked (0). */
+static inline int lnx_cring_reserve(struct lnx_cring *cr)
+{
+	lnx_spin_lock(&cr->lock);
+	if (cr->tail - cr->head < LNX_CRING)
+		return 1;
+	lnx_spin_unlock(&cr->lock);
+	return 0;
+}
+
+#define ONE_IOV(buf, len) struct iovec one = { .iov_base = (void *)(buf), .iov_len = (len) }
+
+/*
+ * lnx_map returns n zeroed bytes of their own mapping, or NULL. The fast
+ * send table and the completion ring live there rather than in malloc
+ * memory: the table is large and mostly never touched (its pages never
+ * become resident), and neither sits in an allocator's (or ASan's)
+ * quarantine after close.
+ */
+static inline void *lnx_map(size_t n)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Ops tables the endpoint (ep.c) and lnx_handle_of compare with. */
+LNX_HIDDEN extern struct fi_ops lnx_av_fi_ops;		  /* av.c */
+LNX_HIDDEN extern struct fi_ops lnx_cq_fi_ops;		  /* cq.c */
+LNX_HIDDEN extern struct fi_ops lnx_cntr_fi_ops;	  /* cntr.c */
+LNX_HIDDEN extern struct fi_ops_mr lnx_domain_mr_ops;	  /* mr.c */
+LNX_HIDDEN extern struct fi_ops_rma lnx_ep_rma_ops;	  /* rma.c */
+LNX_HIDDEN extern struct fi_ops_atomic lnx_ep_atomic_ops; /* atomic.c */
+
+#define LNX_FAST_DECLINED 1 /* not a libfabric return value: Go takes the send */
+/* The fast send path (fast_send.c): 0 when sent, or declined. */
+LNX_HIDDEN ssize_t lnx_fast_send(struct lnx_fast *f, const struct iovec *iov, size_t count,
+				 fi_addr_t dest, uint64_t tag, uint64_t data, void *ctx, int kind);
+/* Queued receives and re-arming (recv_queue.c): 0, or declined. */
+LNX_HIDDEN ssize_t lnx_fast_recv(struct lnx_fast *f, const struct iovec *iov, void **desc,
+				 size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore,
+				 void *ctx, int kind);
+
+#define LNX_ARM_GO (-1) /* a record C cannot take: Go must run */
+/* The armed receive (arm.c): 1 completed, 0 nothing new, or LNX_ARM_GO. */
+LNX_HIDDEN int lnx_arm_take(struct lnx_gate *g);
+
+/* The completion ring and the gate (cq_ring.c). */
+LNX_HIDDEN int lnx_cq_idle(struct lnx_gate *g);
+LNX_HIDDEN ssize_t lnx_cring_read(struct lnx_cring *r, void *buf, size_t count, fi_addr_t *src);
+
+#endif

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * Receives posted without a call into Go (struct lnx_fast's rxq): queued
+ * for Go to post, in order, the next time it runs for the endpoint, or
+ * re-armed in place of the armed receive C just completed (arm.c). Go's
+ * side is lnx/fast.go and lnx/arm.go.
+ */
+#include "lnx_capi.h"
+#include "lnx_internal.h"
+#include "lnx_ops.h"
+
+/*
+ * lnx_rearm arms a receive in place of the one C completed (struct
+ * lnx_arm's rearm): only while the rings are lent, nothing is armed and
+ * no receive is queued, so the new one is the oldest outstanding. Go posts
+ * it to its own queue when it takes the rings back, if it is still
+ * pending then. Returns 1 when armed.
+ */
+static int lnx_rearm(struct lnx_fast *f, const struct iovec *iov, void **desc, size_t count,
+		     fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx, int kind)
+{
+	struct lnx_arm *a = &f->arm;
+	if (!__atomic_load_n(&a->rearm, __ATOMIC_RELAXED) ||
+	    !__atomic_load_n(&a->lent, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&a->on, __ATOMIC_RELAXED))
+		return 0;
+	if (__atomic_exchange_n(&a->lock, 1, __ATOMIC_ACQUIRE))
+		return 0;
+	int ok = 0;
+	lnx_spin_lock(&f->rxq_lock);
+	if (__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) && a->rearm && !a->on &&
+	    __atomic_load_n(&f->rx_on, __ATOMIC_ACQUIRE) &&
+	    f->rxq_tail == __atomic_load_n(&f->rxq_head, __ATOMIC_ACQUIRE)) {
+		int tagged = (kind & LNX_OP_TAGGED) != 0;
+		a->buf = count ? iov[0].iov_base : NULL;
+		a->len = count ? iov[0].iov_len : 0;
+		a->desc = count && desc ? (uintptr_t)desc[0] : 0;
+		a->ctx = ctx;
+		a->src = a->directed ? src : FI_ADDR_UNSPEC;
+		a->tag = tag;
+		a->ignore = tagged ? ignore : ~(uint64_t)0;
+		a->tagged = tagged;
+		a->c_armed = 1;
+		__atomic_store_n(&a->on, 1, __ATOMIC_RELEASE);
+		ok = 1;
+	}
+	lnx_spin_unlock(&f->rxq_lock);
+	__atomic_store_n(&a->lock, 0, __ATOMIC_RELEASE);
+	return ok;
+}
+
+/*
+ * lnx_fast_recv queues a receive for Go (see struct lnx_fast): posting
+ * then costs no call into Go, and the call that takes it is usually a poll
+ * made while the message is still on its way. Go's posting cannot fail for
+ * what is queued here (the endpoint is enabled while rx_on is set; errors
+ * come only from the ...msg flags and bad buffers, which go to Go); a full
+ * queue goes to Go too, which takes the queue first, so order holds.
+ */
+
+ssize_t lnx_fast_recv(struct lnx_fast *f, const struct iovec *iov, void **desc, size_t count,
+		      fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx, int kind)
+{
+	if (!__atomic_load_n(&f->rx_on, __ATOMIC_ACQUIRE) || (kind & LNX_OP_EXPLICIT) || count > 1)
+		return LNX_FAST_DECLINED;
+	struct lnx_gate *g = __atomic_load_n(&f->rx_gate, __ATOMIC_ACQUIRE);
+	if (!g || (count && iov[0].iov_len && !iov[0].iov_base))
+		return LNX_FAST_DECLINED;
+	if (lnx_rearm(f, iov, desc, count, src, tag, ignore, ctx, kind))
+		return 0;
+	ssize_t ret = LNX_FAST_DECLINED;
+	lnx_spin_lock(&f->rxq_lock);
+	uint64_t t = f->rxq_tail;
+	/* rx_on again under the lock: Go clears it, then takes the lock to
+	 * wait out posters, before it stops taking the queue. */
+	if (__atomic_load_n(&f->rx_on, __ATOMIC_ACQUIRE) &&
+	    t - __atomic_load_n(&f->rxq_head, __ATOMIC_ACQUIRE) < LNX_RXQ) {
+		struct lnx_rxq_entry *q = &f->rxq[t % LNX_RXQ];
+		q->buf = count ? iov[0].iov_base : NULL;
+		q->len = count ? iov[0].iov_len : 0;
+		q->desc = count && desc ? (uintptr_t)desc[0] : 0;
+		q->ctx = ctx;
+		q->src = src;
+		q->tag = tag;
+		q->ignore = ignore;
+		q->kind = ((kind & LNX_OP_TAGGED) ? LNX_RXQ_TAGGED : 0) | (count ? LNX_RXQ_IOV : 0);
+		__atomic_store_n(&f->rxq_tail, t + 1, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&g->posts, 1, __ATOMIC_RELEASE);
+		ret = 0;
+	}
+	lnx_spin_unlock(&f->rxq_lock);
+	return ret;
+}
