@@ -47,8 +47,12 @@ func (e *Endpoint) Poll(onArrival func(*Arrival) bool, onSendDone func(sendID ui
 	if len(e.busy) != 0 || len(e.failed) != 0 {
 		n += e.progressSends(onSendDone)
 	}
+	// Housekeeping is time-limited; an idle Poll looks at the clock more
+	// often, since a caller that finds nothing to do calls less often (lnx
+	// answers idle CQ reads in C and enters Go once in many): dead senders
+	// and peers are then still found and released within milliseconds.
 	e.tick++
-	if e.tick&1023 == 0 {
+	if e.tick&1023 == 0 || n == 0 && e.tick&15 == 0 {
 		e.housekeep()
 	}
 	return n
@@ -310,6 +314,10 @@ func (e *Endpoint) housekeep() {
 		return
 	}
 	e.lastHK = now
+	if now-e.lastSweep >= sweepInterval {
+		e.lastSweep = now
+		e.sweepPeers()
+	}
 	n := len(e.in)
 	for k := 0; k < n && k < 16; k++ {
 		r := &e.in[e.hkIdx]
@@ -334,8 +342,15 @@ func (e *Endpoint) housekeep() {
 				atomic.CompareAndSwapUint64(&r.ctl.state, w, stFree)
 			}
 		case ringActive:
-			if w != r.word || !r.proc.alive() {
+			if w != r.word {
 				r.state = ringClosing // drained and released by Poll
+			} else if !r.proc.alive() {
+				r.state = ringClosing
+				// The sender's process is gone: so is our peer for
+				// it, if we have one; release its pidfd and mapping.
+				if p := r.peer; p != nil && p.pid == r.proc.pid {
+					e.markDead(p)
+				}
 			}
 			return
 		case ringClosing:
