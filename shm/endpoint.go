@@ -340,6 +340,7 @@ type Endpoint struct {
 	// peer that died is released even if nothing is sent to it again.
 	watch     []*Peer
 	watchNext int
+	ringNext  int
 	lastSweep int64
 	sweepFds  [sweepBatch]unix.PollFd
 
@@ -508,6 +509,11 @@ func (e *Endpoint) Connect(addr []byte) (*Peer, error) {
 		return nil, fmt.Errorf("%w: %s lives in another PID namespace (%s, ours %s)",
 			ErrForeignNS, a.name, nsString(ns), nsString(e.hdr.pidNS))
 	}
+	// A new peer: release first what peers found dead held, so that a
+	// process whose peers come and go (some killed, never disconnected)
+	// holds descriptors and mappings for the living ones only.
+	e.sweepPeers()
+	e.sweepRings()
 	pr := openProc(a.pid)
 	if pr.dead {
 		_ = unmapGuarded(mem)
@@ -609,6 +615,49 @@ func (e *Endpoint) markDead(p *Peer) {
 	e.unmapPeer(p)
 }
 
+// sweepRings polls the pidfds of up to sweepBatch active inbound rings
+// (one system call, round robin): a ring whose sender exited is drained
+// and released by Poll (ringClosing), closing its pidfd, and our peer for
+// that process, if any, is released at once.
+func (e *Endpoint) sweepRings() {
+	n := min(len(e.active), sweepBatch)
+	if n == 0 {
+		return
+	}
+	if e.ringNext >= len(e.active) {
+		e.ringNext = 0
+	}
+	var batch [sweepBatch]*inRing
+	k := 0
+	for j := 0; j < n; j++ {
+		r := e.active[(e.ringNext+j)%len(e.active)]
+		if r.state != ringActive || r.proc.fd < 0 {
+			continue
+		}
+		batch[k] = r
+		e.sweepFds[k] = unix.PollFd{Fd: int32(r.proc.fd), Events: unix.POLLIN}
+		k++
+	}
+	e.ringNext = (e.ringNext + n) % len(e.active)
+	if k == 0 {
+		return
+	}
+	if m, err := unix.Poll(e.sweepFds[:k], 0); err != nil || m == 0 {
+		return
+	}
+	for i := 0; i < k; i++ {
+		if e.sweepFds[i].Revents == 0 {
+			continue
+		}
+		r := batch[i]
+		r.proc.dead = true
+		r.state = ringClosing
+		if p := r.peer; p != nil && p.pid == r.proc.pid {
+			e.markDead(p)
+		}
+	}
+}
+
 // unwatch takes p off the sweep list.
 func (e *Endpoint) unwatch(p *Peer) {
 	i := p.watchIdx
@@ -625,7 +674,8 @@ func (e *Endpoint) unwatch(p *Peer) {
 
 // sweepPeers polls the pidfds of up to sweepBatch mapped peers (one system
 // call, round robin) and marks those whose process exited dead, which
-// releases them. Time-limited by the caller (housekeep).
+// releases them. Housekeeping runs it every sweepInterval, and Connect and
+// a newly claimed inbound ring before they take resources of their own.
 func (e *Endpoint) sweepPeers() {
 	n := min(len(e.watch), sweepBatch)
 	if n == 0 {

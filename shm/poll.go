@@ -47,12 +47,8 @@ func (e *Endpoint) Poll(onArrival func(*Arrival) bool, onSendDone func(sendID ui
 	if len(e.busy) != 0 || len(e.failed) != 0 {
 		n += e.progressSends(onSendDone)
 	}
-	// Housekeeping is time-limited; an idle Poll looks at the clock more
-	// often, since a caller that finds nothing to do calls less often (lnx
-	// answers idle CQ reads in C and enters Go once in many): dead senders
-	// and peers are then still found and released within milliseconds.
 	e.tick++
-	if e.tick&1023 == 0 || n == 0 && e.tick&15 == 0 {
+	if e.tick&1023 == 0 {
 		e.housekeep()
 	}
 	return n
@@ -248,6 +244,15 @@ func (e *Endpoint) removeActive(r *inRing) {
 // changed.
 func (e *Endpoint) refreshClaims() {
 	e.claimGen = atomic.LoadUint64(&e.hdr.claimGen)
+	found := false
+	defer func() {
+		if found {
+			// A new sender: release what senders and peers found dead
+			// held (see Connect).
+			e.sweepRings()
+			e.sweepPeers()
+		}
+	}()
 	for i := range e.in {
 		r := &e.in[i]
 		w := atomic.LoadUint64(&r.ctl.state)
@@ -256,6 +261,7 @@ func (e *Endpoint) refreshClaims() {
 			switch w & 0xff {
 			case stActive:
 				e.discover(r, w)
+				found = true
 			case stClosed:
 				// Claimed, written and closed between two of our scans
 				// (a peer that sends and exits at once): deliver what it
@@ -306,6 +312,18 @@ func (e *Endpoint) release(r *inRing) {
 	atomic.StoreUint64(&r.ctl.state, stFree)
 }
 
+// Housekeep runs the housekeeping Poll runs every 1024 calls: it finds
+// dead senders and dead peers and releases what they held. A caller that
+// polls rarely (lnx answers idle CQ reads in C and enters Go once in
+// many) calls it on its idle entries. It reads the clock (costly on some
+// virtual machines) and does the rest at most once a millisecond.
+func (e *Endpoint) Housekeep() {
+	if e.closed || e.lent {
+		return
+	}
+	e.housekeep()
+}
+
 // housekeep checks a few inbound rings (round robin, at most one system
 // call) for dead owners, stuck claims and missed claims.
 func (e *Endpoint) housekeep() {
@@ -317,6 +335,7 @@ func (e *Endpoint) housekeep() {
 	if now-e.lastSweep >= sweepInterval {
 		e.lastSweep = now
 		e.sweepPeers()
+		e.sweepRings()
 	}
 	n := len(e.in)
 	for k := 0; k < n && k < 16; k++ {
