@@ -202,7 +202,7 @@ func (q *CQ) progress() {
 // collect drives the bound endpoints and collects in w what C may watch
 // until the next call.
 func (q *CQ) collect(w *watchSet) {
-	q.gate.takeIdle()
+	w.slow = q.gate.takeIdle()
 	w.kicks = q.gate.kicks.Load()
 	for _, e := range q.endpoints() {
 		e.progressWatch(w, q)
@@ -229,7 +229,7 @@ func (q *CQ) Read(out []Completion, timeout int) (int, fi.Errno) {
 	}
 	var bo backoff
 	for {
-		w.n, w.busy, w.net, w.lent, w.armLater = 0, false, false, false, nil
+		w.n, w.busy, w.net, w.lent, w.slow, w.armLater = 0, false, false, false, false, nil
 		q.collect(w)
 		q.mu.Lock()
 		q.gate.publish(w)

@@ -54,6 +54,9 @@ type watchSet struct {
 	busy bool // some endpoint needs Go on every read
 	net  bool // some endpoint has a network core
 	lent bool // ... which C polls itself (arm.go's lendNet)
+	// slow: C let this read into Go only because it had answered idle
+	// skipMax times in a row; endpoints run their slower duties.
+	slow bool
 	// armLater: an endpoint that arms once this read returned the
 	// completions in its CQ (armAfterCQRead).
 	armLater *Endpoint
@@ -93,11 +96,16 @@ func (g *gate) setOpen() {
 	}
 }
 
-// takeIdle clears the count of idle answers C gave since Go last ran.
-func (g *gate) takeIdle() {
-	if g.m != nil && g.m.idle != 0 {
-		storeRelease32(&g.m.idle, 0)
+// takeIdle clears the count of idle answers C gave since Go last ran. It
+// reports whether C let this read in only because that count reached
+// skipMax: the read is one of the slower duties' turns (housekeeping).
+func (g *gate) takeIdle() bool {
+	if g.m == nil || g.m.idle == 0 {
+		return false
 	}
+	turn := g.m.idle >= atomic.LoadUint32(&g.m.skipMax)
+	storeRelease32(&g.m.idle, 0)
+	return turn
 }
 
 // publish installs w (q.mu held) unless an operation kicked the gate since

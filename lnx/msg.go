@@ -787,6 +787,11 @@ func (e *Endpoint) progressWatch(w *watchSet, q *CQ) {
 	}()
 	e.disarm()
 	e.progressLocked()
+	if w.slow && e.shm != nil {
+		// Reads answered in C do not reach shm's Poll, which
+		// housekeeps every 1024 calls: find dead senders and peers now.
+		e.shm.Housekeep()
+	}
 	if !e.enabled || w.busy {
 		return
 	}

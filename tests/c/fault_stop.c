@@ -6,7 +6,8 @@
  * and every byte arrives intact, in the right buffer with the right tag and
  * length.
  *
- * Usage: fault_stop [shm|link|tcp]   (ctest: tcp, FI_LNX_PEER_TIMEOUT=2s)
+ * Usage: fault_stop [shm|link|tcp]   (ctest: tcp, FI_LNX_PEER_TIMEOUT=2s;
+ *        and tcp with the default timeout, 10 s, and LNX_STOP_MS=12000)
  *
  * Both processes post a receive for each of the other's N messages (sizes
  * cycling from 0 bytes to 1 MiB: inject, eager, split, rendezvous), then
@@ -16,15 +17,16 @@
  * asked the peer's kernel whether its process still listens, a peer the
  * core could not reach for FI_LNX_PEER_TIMEOUT was declared gone: one
  * side's sends failed with -FI_EIO while the other's 64 KiB and 1 MiB sends
- * never completed.)
+ * never completed.) LNX_STOP_MS sets how long each stop lasts (default
+ * 5000 ms).
  */
 #include <signal.h>
 #include <sys/types.h>
 #include <unistd.h>
 #include "common.h"
 
-static int N = 84; /* messages each way (LNX_STOP_MSGS) */
-#define STOP_MS 5000
+static int N = 84;	   /* messages each way (LNX_STOP_MSGS) */
+static int STOP_MS = 5000; /* each stop (LNX_STOP_MS) */
 static const size_t sizes[] = { 0, 8, 1000, 16000, 16384, 65536, 1u << 20 };
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 /* The message index after which each rank stops the other. */
@@ -70,7 +72,7 @@ static void role(struct peer *p, void *arg)
 	}
 	barrier(p); /* every receive is posted on both sides */
 
-	uint64_t deadline = now_ms() + 50000;
+	uint64_t deadline = now_ms() + 50000 + 2 * (uint64_t)STOP_MS;
 	if (stop_at[p->rank] < 0) {
 		CHECK(kill(g_other, SIGSTOP));
 		g_cont_at = now_ms() + STOP_MS;
@@ -151,11 +153,13 @@ int main(int argc, char **argv)
 	msg_test_opts(argc, argv, &o);
 	if (getenv("LNX_STOP_MSGS"))
 		N = atoi(getenv("LNX_STOP_MSGS"));
+	if (getenv("LNX_STOP_MS"))
+		STOP_MS = atoi(getenv("LNX_STOP_MS"));
 	if (getenv("LNX_STOP_AT0"))
 		stop_at[0] = atoi(getenv("LNX_STOP_AT0"));
 	EXPECT(N > stop_at[1], "LNX_STOP_MSGS must exceed %d", stop_at[1]);
 	role_fn roles[2] = { role, role };
-	int r = run_group("stop_cont", &o, 2, roles, NULL, 90);
+	int r = run_group("stop_cont", &o, 2, roles, NULL, 90 + 2 * STOP_MS / 1000);
 	printf("fault_stop: %s\n", r ? "FAIL" : "PASS");
 	return r ? 1 : 0;
 }
