@@ -153,6 +153,14 @@ type rmaPeer struct {
 	ti  int
 }
 
+// kind is the core kind that carries messages to p (its stats slot).
+func (p rmaPeer) kind() int {
+	if p.shm != nil {
+		return kindShm
+	}
+	return kindNet
+}
+
 func (p rmaPeer) eagerMax() uint64 {
 	if p.shm != nil {
 		return uint64(p.shm.EagerMax())
@@ -326,6 +334,16 @@ func (e *Endpoint) RMA(op *RMAOp) error {
 		p.t.Watch(p.net)
 	}
 	s.ops[h.id] = o
+	st := &e.stats[p.kind()]
+	switch h.kind {
+	case rmaAtomic:
+		st.rmaAtomics++
+	case rmaRead:
+		st.rmaReads++
+	default:
+		st.rmaWrites++
+	}
+	st.rmaBytes += h.len
 	e.rmaSend(msg)
 	if h.flags&rfBulk != 0 {
 		e.rmaSend(rmaOut{p: p, hdr: msgHdr{Flags: hdrRMA | hdrBulk, Tag: h.id, Data: bulkWrite}, iov: bulk, mrs: bulkMRs})
@@ -566,6 +584,9 @@ func (e *Endpoint) rmaArrive(p rmaPeer, k rmaInKey, src uint64, hdr msgHdr, eage
 		return
 	}
 	body := eager[rmaHdrLen:]
+	if h.kind != rmaAnswer {
+		e.stats[p.kind()].rmaServed++
+	}
 	switch h.kind {
 	case rmaAnswer:
 		e.rmaAnswer(&h, body)
