@@ -8,6 +8,11 @@
 # one-sided mode (btl_ofi_mode 0) restricted to lnx, osc rdma. Environment
 # as run_mpi.sh: FI_PROVIDER_PATH (required), MPIRUN, MPI_TIMEOUT,
 # LNX_INCLUDE (default "lnx"), RANKS_PER_NODE (simulated nodes, simnode.sh).
+# OSC_BTL_FULL=1: btl self,ofi with btl_ofi_mode 2 instead, so that ob1's
+# messages go through btl/ofi and lnx too (every rank must then also show
+# two-sided traffic). btl/ofi's default mode is 0 (one-sided only): with
+# "btl self,ofi" and that mode ob1 has no BTL to send to other ranks with,
+# and Open MPI 5.0.7 crashes in ob1 at the first such send.
 #
 # The test fails unless
 #   - mpirun exits 0 within the timeout and the program prints "<name>: ok",
@@ -50,6 +55,11 @@ else
 	include=(--mca btl_ofi_provider_include "${LNX_INCLUDE:-lnx}")
 	btls=self,vader,ofi
 fi
+mode=0
+if [ -n "${OSC_BTL_FULL:-}" ]; then
+	btls=self,ofi
+	mode=2
+fi
 wrap=()
 extra=()
 if [ -n "${RANKS_PER_NODE:-}" ]; then
@@ -57,7 +67,7 @@ if [ -n "${RANKS_PER_NODE:-}" ]; then
 	extra+=(-x RANKS_PER_NODE)
 fi
 cmd=("$MPIRUN" --allow-run-as-root --oversubscribe -np "$np" --bind-to none
-	--mca pml ob1 --mca btl "$btls" --mca btl_ofi_mode 0 "${include[@]}"
+	--mca pml ob1 --mca btl "$btls" --mca btl_ofi_mode "$mode" "${include[@]}"
 	--mca osc rdma --mca osc_base_verbose 100
 	-x FI_PROVIDER_PATH -x FI_TCP_IFACE -x FI_LNX_DUMP_STATS=1 "${extra[@]}"
 	"${wrap[@]}" "$prog" "$@")
@@ -97,6 +107,12 @@ nboth=$(echo "$stats" | awk '/one-sided:/ {
 	} END { n = 0; for (p in ini) if (ini[p] > 0 && exe[p] > 0) n++; print n }')
 if [ "$nboth" -ne "$np" ]; then
 	fail="${fail:+$fail; }FI_LNX_DUMP_STATS: $nboth of $np ranks both initiated and executed one-sided operations over lnx"
+fi
+if [ -n "${OSC_BTL_FULL:-}" ]; then
+	ntwo=$(echo "$stats" | grep -E ': tx [1-9][0-9]* msgs' | awk '{print $3}' | sort -u | wc -l)
+	if [ "$ntwo" -ne "$np" ]; then
+		fail="${fail:+$fail; }FI_LNX_DUMP_STATS: $ntwo of $np ranks sent ob1's messages through lnx"
+	fi
 fi
 if [ -n "${RANKS_PER_NODE:-}" ]; then
 	echo "$stats" | grep -q ' core shm: ' || fail="${fail:+$fail; }no one-sided traffic over shm"
