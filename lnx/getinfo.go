@@ -445,9 +445,10 @@ func applyHints(in *fi.Info, h *fi.Info, version uint32) string {
 		// FI_PROGRESS_CONTROL_UNIFIED in the progress field (2.x's name
 		// for data_progress): manual progress of data and control
 		// operations, serialized by the application. lnx's progress is
-		// manual and its control operations need none. Open MPI 5's
-		// btl/ofi, built with 2.x headers, asks it even at API 1.18
-		// (and libfabric 2.1's providers grant it there).
+		// manual and its control operations need none. Open MPI's
+		// btl/ofi on its main branch (not 5.0.7), built with 2.x
+		// headers, asks it at API 1.18, where libfabric 2.1's shm,
+		// tcp;ofi_rxm, sockets and udp;ofi_rxd grant it too.
 		if d.DataProg == fi.PROGRESS_CONTROL_UNIFIED {
 			in.Domain.DataProg = fi.PROGRESS_CONTROL_UNIFIED
 		}

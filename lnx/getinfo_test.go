@@ -199,10 +199,11 @@ func TestGetInfoAPISemantics(t *testing.T) {
 	}
 }
 
-// Open MPI 5's btl/ofi, built with libfabric 2.x headers, asks API 1.18
-// with FI_PROGRESS_CONTROL_UNIFIED in the progress field (data_progress
-// in 1.x): manual progress that the application serializes, which lnx
-// gives. libfabric 2.1's own providers accept it at API 1.18 too.
+// Open MPI's btl/ofi on its main branch (not 5.0.7), built with libfabric
+// 2.x headers, asks API 1.18 with FI_PROGRESS_CONTROL_UNIFIED in the
+// progress field (data_progress in 1.x): manual progress that the
+// application serializes, which lnx gives. libfabric 2.1's own providers
+// accept it at API 1.18 too.
 func TestGetInfoUnifiedProgress(t *testing.T) {
 	withEnv(t, map[string]string{config.Links: "shm"})
 	for _, v := range []uint32{fi.Version(2, 1), fi.V1_18} {
