@@ -431,7 +431,8 @@ func applyHints(in *fi.Info, h *fi.Info, version uint32) string {
 			return fmt.Sprintf("resource_mgmt %d unknown", d.ResourceMgmt)
 		case d.DataProg == fi.PROGRESS_AUTO:
 			return "FI_PROGRESS_AUTO data progress not supported"
-		case d.DataProg != fi.PROGRESS_UNSPEC && d.DataProg != fi.PROGRESS_MANUAL:
+		case d.DataProg != fi.PROGRESS_UNSPEC && d.DataProg != fi.PROGRESS_MANUAL &&
+			d.DataProg != fi.PROGRESS_CONTROL_UNIFIED:
 			return fmt.Sprintf("data progress %d unknown", d.DataProg)
 		case !controlProgressKnown(d.ControlProgress, version):
 			return fmt.Sprintf("control progress %d unknown to API %d.%d",
@@ -442,6 +443,16 @@ func applyHints(in *fi.Info, h *fi.Info, version uint32) string {
 		}
 		if d.ControlProgress != fi.PROGRESS_UNSPEC {
 			in.Domain.ControlProgress = d.ControlProgress
+		}
+		// FI_PROGRESS_CONTROL_UNIFIED in the progress field (2.x's name
+		// for data_progress): manual progress of data and control
+		// operations, serialized by the application. lnx's progress is
+		// manual and its control operations need none. Open MPI's
+		// btl/ofi on its main branch (not 5.0.7), built with 2.x
+		// headers, asks it at API 1.18, where libfabric 2.1's shm,
+		// tcp;ofi_rxm, sockets and udp;ofi_rxd grant it too.
+		if d.DataProg == fi.PROGRESS_CONTROL_UNIFIED {
+			in.Domain.DataProg = fi.PROGRESS_CONTROL_UNIFIED
 		}
 		if d.ResourceMgmt != fi.RM_UNSPEC {
 			in.Domain.ResourceMgmt = d.ResourceMgmt

@@ -200,3 +200,29 @@ func TestGetInfoAPISemantics(t *testing.T) {
 		t.Errorf("API 2.1 answer lacks FI_TAGGED_DIRECTED_RECV")
 	}
 }
+
+// Open MPI's btl/ofi on its main branch (not 5.0.7), built with libfabric
+// 2.x headers, asks API 1.18 with FI_PROGRESS_CONTROL_UNIFIED in the
+// progress field (data_progress in 1.x): manual progress that the
+// application serializes, which lnx gives. libfabric 2.1's own providers
+// accept it at API 1.18 too.
+func TestGetInfoUnifiedProgress(t *testing.T) {
+	withEnv(t, map[string]string{config.Links: "shm"})
+	for _, v := range []uint32{fi.Version(2, 1), fi.V1_18} {
+		h := fi.Info{Caps: fi.MSG | fi.RMA | fi.ATOMIC, HasDomain: true}
+		h.Domain.Threading = fi.THREAD_DOMAIN
+		h.Domain.DataProg = fi.PROGRESS_CONTROL_UNIFIED
+		infos, err := GetInfo(v, &h)
+		if err != nil {
+			t.Fatalf("API %#x: progress FI_PROGRESS_CONTROL_UNIFIED refused: %v", v, err)
+		}
+		if p := infos[0].Domain.DataProg; p != fi.PROGRESS_CONTROL_UNIFIED {
+			t.Errorf("API %#x: answer's progress %d, want FI_PROGRESS_CONTROL_UNIFIED", v, p)
+		}
+	}
+	h := fi.Info{Caps: fi.MSG, HasDomain: true}
+	h.Domain.DataProg = fi.PROGRESS_AUTO
+	if _, err := GetInfo(fi.V1_18, &h); err == nil {
+		t.Errorf("FI_PROGRESS_AUTO data progress accepted")
+	}
+}

@@ -864,6 +864,9 @@ func (e *Endpoint) progressLocked() {
 	if e.rma != nil && len(e.rma.out) > 0 {
 		e.rmaFlush()
 	}
+	if e.rma != nil && len(e.rma.ops) > 0 {
+		e.rmaCheckPeers()
+	}
 	if e.shm != nil {
 		e.shm.Poll(e.arriveFn, e.sendDone)
 		if len(e.acks) > 0 {

@@ -128,6 +128,7 @@ type rmaState struct {
 	pulls map[*rmaPull]struct{} // network pulls in flight
 	shmTo map[uint64]*shm.Peer  // shm answer peers by sender id
 	next  uint64
+	tick  int // progress calls since the last rmaCheckPeers
 }
 
 func (e *Endpoint) rmaS() *rmaState {
@@ -154,6 +155,14 @@ type rmaPeer struct {
 	ti  int
 }
 
+// kind is the core kind that carries messages to p (its stats slot).
+func (p rmaPeer) kind() int {
+	if p.shm != nil {
+		return kindShm
+	}
+	return kindNet
+}
+
 func (p rmaPeer) eagerMax() uint64 {
 	if p.shm != nil {
 		return uint64(p.shm.EagerMax())
@@ -178,9 +187,10 @@ type rmaOp struct {
 	len    uint64
 	dst    [MaxIov]Buf // read data / fetched values land here
 	ndst   int
-	keep   []byte // a copy of inject data sent by rendezvous
-	pull   bool   // a network pull is moving the read data
-	result bool   // atomic: answer carries fetched values
+	keep   []byte  // a copy of inject data sent by rendezvous
+	pull   bool    // a network pull is moving the read data
+	result bool    // atomic: answer carries fetched values
+	peer   rmaPeer // the target, watched until the answer comes
 }
 
 type rmaInKey struct {
@@ -318,7 +328,24 @@ func (e *Endpoint) RMA(op *RMAOp) error {
 	if op.Inject || op.Atomic {
 		msg.iov = [][]byte{flatten(msg.iov)}
 	}
+	o.peer = p
+	if p.net != nil {
+		// The request's send completes long before the answer comes:
+		// have the transport probe the target meanwhile, so that it
+		// notices if the target dies (rmaCheckPeers).
+		p.t.Watch(p.net)
+	}
 	s.ops[h.id] = o
+	st := &e.stats[p.kind()]
+	switch h.kind {
+	case rmaAtomic:
+		st.rmaAtomics++
+	case rmaRead:
+		st.rmaReads++
+	default:
+		st.rmaWrites++
+	}
+	st.rmaBytes += h.len
 	e.rmaSend(msg)
 	if h.flags&rfBulk != 0 {
 		e.rmaSend(rmaOut{p: p, hdr: msgHdr{Flags: hdrRMA | hdrBulk, Tag: h.id, Data: bulkWrite}, iov: bulk, mrs: bulkMRs})
@@ -423,6 +450,9 @@ func (e *Endpoint) rmaDone(id uint64, code int) {
 		return
 	}
 	delete(s.ops, id)
+	if o.peer.net != nil {
+		o.peer.t.Unwatch(o.peer.net)
+	}
 	if c := e.cntrs[o.cntr]; c != nil {
 		c.Inc(code != 0)
 	}
@@ -436,6 +466,45 @@ func (e *Endpoint) rmaDone(id uint64, code int) {
 	}
 	if o.cq {
 		e.txCQ.Push(Completion{Ctx: o.ctx, Flags: o.flags})
+	}
+}
+
+// rmaCheckEvery: progress calls between liveness checks of the targets
+// that one-sided operations wait for.
+const rmaCheckEvery = 1024
+
+// rmaCheckPeers fails the operations whose target is gone: a same-node
+// process that died (shm's pidfd), or a network peer its transport
+// declared gone (Watch). Their answers will never come.
+func (e *Endpoint) rmaCheckPeers() {
+	s := e.rma
+	if s.tick++; s.tick < rmaCheckEvery {
+		return
+	}
+	s.tick = 0
+	var checked map[*shm.Peer]bool // alive, per shm peer: one system call each
+	var dead []uint64
+	for id, o := range s.ops {
+		switch {
+		case o.peer.shm != nil:
+			alive, ok := checked[o.peer.shm]
+			if !ok {
+				if checked == nil {
+					checked = map[*shm.Peer]bool{}
+				}
+				alive = o.peer.shm.Alive()
+				checked[o.peer.shm] = alive
+			}
+			if !alive {
+				dead = append(dead, id)
+			}
+		case o.peer.net != nil && o.peer.net.Gone():
+			dead = append(dead, id)
+		}
+	}
+	for _, id := range dead {
+		logging.Debugf(logging.EPData, "one-sided operation %d: its target is gone", id)
+		e.rmaDone(id, -int(fi.EIO))
 	}
 }
 
@@ -517,6 +586,9 @@ func (e *Endpoint) rmaArrive(p rmaPeer, k rmaInKey, src uint64, hdr msgHdr, eage
 		return
 	}
 	body := eager[rmaHdrLen:]
+	if h.kind != rmaAnswer {
+		e.stats[p.kind()].rmaServed++
+	}
 	switch h.kind {
 	case rmaAnswer:
 		e.rmaAnswer(&h, body)

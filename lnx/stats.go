@@ -19,7 +19,13 @@ const (
 type coreStats struct {
 	txMsgs, txBytes, rxMsgs, rxBytes, errors uint64
 	reordered                                uint64 // PER_MSG arrivals held back for an earlier one
+	// One-sided operations this endpoint initiated over the core (and
+	// the bytes they address at the target), and requests it executed
+	// as a target.
+	rmaWrites, rmaReads, rmaAtomics, rmaBytes, rmaServed uint64
 }
+
+func (s *coreStats) oneSided() uint64 { return s.rmaWrites + s.rmaReads + s.rmaAtomics + s.rmaServed }
 
 func (s *coreStats) tx(n uint64) { s.txMsgs++; s.txBytes += n }
 func (s *coreStats) rx(n uint64) { s.rxMsgs++; s.rxBytes += n }
@@ -32,10 +38,15 @@ func (e *Endpoint) dumpStats(w io.Writer) {
 		names[kindNet] = cs[0].Prov + ":" + cs[0].Domain
 	}
 	for k, s := range e.stats {
-		if s.txMsgs+s.rxMsgs+s.errors == 0 {
+		if s.txMsgs+s.rxMsgs+s.errors+s.oneSided() == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "lnx: pid %d link %s core %s: tx %d msgs %d bytes, rx %d msgs %d bytes, %d errors, %d reordered\n",
-			os.Getpid(), e.Domain.Link.Name(), names[k], s.txMsgs, s.txBytes, s.rxMsgs, s.rxBytes, s.errors, s.reordered)
+		var rma string
+		if s.oneSided() > 0 {
+			rma = fmt.Sprintf(", one-sided: %d writes %d reads %d atomics %d bytes initiated, %d executed as target",
+				s.rmaWrites, s.rmaReads, s.rmaAtomics, s.rmaBytes, s.rmaServed)
+		}
+		fmt.Fprintf(w, "lnx: pid %d link %s core %s: tx %d msgs %d bytes, rx %d msgs %d bytes, %d errors, %d reordered%s\n",
+			os.Getpid(), e.Domain.Link.Name(), names[k], s.txMsgs, s.txBytes, s.rxMsgs, s.rxBytes, s.errors, s.reordered, rma)
 	}
 }

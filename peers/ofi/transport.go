@@ -282,6 +282,25 @@ func (p *Peer) EagerMax() int { return int(p.eagerMax) }
 // Gone reports whether the peer has been declared gone.
 func (p *Peer) Gone() bool { return p.dead }
 
+// Watch tells the transport that the caller waits for something from p
+// that no operation of the transport stands for (the answer to a message
+// whose send already completed): until the matching Unwatch, p is probed
+// like a peer with operations outstanding, and declared gone (Gone, and
+// Config.OnError) if it is unreachable for Config.PeerTimeout. Watches
+// nest; call them, like Poll, under the transport's lock.
+func (t *Transport) Watch(p *Peer) {
+	if p != nil && p.t == t {
+		t.wait(p)
+	}
+}
+
+// Unwatch ends one Watch of p.
+func (t *Transport) Unwatch(p *Peer) {
+	if p != nil && p.t == t && p.waiting > 0 {
+		t.unwait(p)
+	}
+}
+
 // SetContext attaches an arbitrary caller value to the peer.
 func (p *Peer) SetContext(v any) { p.ctx = v }
 

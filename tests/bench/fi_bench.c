@@ -2,8 +2,9 @@
 /*
  * fi_bench: two-process tagged ping-pong and streaming bandwidth over any
  * libfabric provider, several providers side by side in one invocation.
+ * With -R, one-sided operations instead (RMA mode, below).
  *
- *   fi_bench [-r rounds] [-n iters] [-s size,size,...] [-c file.csv] [-q] CASE...
+ *   fi_bench [-R] [-r rounds] [-n iters] [-s size,size,...] [-c file.csv] [-q] CASE...
  *   CASE = label=prov[@links][#nodeid][%mode][^VAR=value]
  *          e.g. lnx=lnx@shm  shm=shm  lnxdev=lnx@shm%dev
  *
@@ -41,6 +42,8 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_tagged.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
 #include <dlfcn.h>
@@ -65,11 +68,16 @@ struct bcase {
 struct result {
 	double lat_us[MAX_SIZES];
 	double bw_mbs[MAX_SIZES];
+	/* RMA mode: lat_us/bw_mbs are the write figures, these the read ones. */
+	double rlat_us[MAX_SIZES];
+	double rbw_mbs[MAX_SIZES];
+	double fadd_us;
 };
 
 static size_t sizes[MAX_SIZES];
 static int nsizes;
 static int iters = 2000;
+static int rma_mode;
 
 #define CHK(call)                                                                            \
 	do {                                                                                 \
@@ -95,6 +103,8 @@ struct ctx {
 	struct fi_context2 ctx[WINDOW + 1];
 	int dev, regmsg;
 	struct fid_mr *slot_mr[WINDOW + 1]; /* regmsg: per-operation MRs */
+	uint64_t rkey, raddr;		    /* RMA mode: the peer's buffer */
+	uint64_t fadd_res;
 };
 
 /* Device memory through the CUDA driver API of $FI_LNX_CUDA_LIB. */
@@ -130,9 +140,12 @@ static struct fid_mr *reg(struct ctx *c, size_t len)
 	 * there each registration asks for a fresh key, as btl/ofi does. */
 	static uint64_t next_key;
 	uint64_t key = c->info->domain_attr->mr_mode & FI_MR_PROV_KEY ? 0 : ++next_key;
+	uint64_t access = FI_SEND | FI_RECV;
+	if (rma_mode)
+		access |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 	struct fi_mr_attr attr = { .mr_iov = &iov,
 				   .iov_count = 1,
-				   .access = FI_SEND | FI_RECV,
+				   .access = access,
 				   .requested_key = key,
 				   .iface = c->dev ? FI_HMEM_CUDA : FI_HMEM_SYSTEM };
 	struct fid_mr *mr;
@@ -217,7 +230,10 @@ static void setup(struct ctx *c, const struct bcase *bc, size_t maxsize, int rfd
 	struct fi_info *hints = fi_allocinfo();
 	c->dev = strstr(bc->mode, "dev") != NULL;
 	c->regmsg = strstr(bc->mode, "regmsg") != NULL;
-	hints->caps = FI_TAGGED | FI_MSG | (c->dev ? FI_HMEM : 0);
+	hints->caps = FI_TAGGED | FI_MSG | (c->dev ? FI_HMEM : 0) |
+		      (rma_mode ? FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ |
+					  FI_REMOTE_WRITE :
+				  0);
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
@@ -244,7 +260,7 @@ static void setup(struct ctx *c, const struct bcase *bc, size_t maxsize, int rfd
 		c->buf = aligned_alloc(4096, (maxsize + 4095) & ~(size_t)4095);
 		memset(c->buf, 0xa5, maxsize);
 	}
-	if (!c->regmsg && (c->dev || c->info->domain_attr->mr_mode & FI_MR_LOCAL)) {
+	if (!c->regmsg && (rma_mode || c->dev || c->info->domain_attr->mr_mode & FI_MR_LOCAL)) {
 		c->mr = reg(c, maxsize);
 		c->desc = fi_mr_desc(c->mr);
 	}
@@ -263,6 +279,97 @@ static void setup(struct ctx *c, const struct bcase *bc, size_t maxsize, int rfd
 		fprintf(stderr, "fi_bench: fi_av_insert failed\n");
 		_exit(5);
 	}
+	if (rma_mode) {
+		/* Each side tells the other how to address its buffer. */
+		uint64_t mine[2] = { fi_mr_key(c->mr),
+				     c->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR ?
+					     (uint64_t)(uintptr_t)c->buf :
+					     0 };
+		uint64_t theirs[2];
+		if (write(wfd, mine, sizeof(mine)) != sizeof(mine) ||
+		    read(rfd, theirs, sizeof(theirs)) != sizeof(theirs))
+			_exit(5);
+		c->rkey = theirs[0];
+		c->raddr = theirs[1];
+	}
+}
+
+/* RMA mode: one operation of kind op ('w', 'r', 'f') of len bytes. */
+static void post_rma(struct ctx *c, int op, size_t len, int slot)
+{
+	ssize_t r;
+	for (;;) {
+		static uint64_t one = 1;
+		switch (op) {
+		case 'w':
+			r = fi_write(c->ep, c->buf, len, c->desc, c->peer, c->raddr, c->rkey,
+				     &c->ctx[slot]);
+			break;
+		case 'r':
+			r = fi_read(c->ep, c->buf, len, c->desc, c->peer, c->raddr, c->rkey,
+				    &c->ctx[slot]);
+			break;
+		default:
+			r = fi_fetch_atomic(c->ep, &one, 1, NULL, &c->fadd_res, NULL, c->peer,
+					    c->raddr, c->rkey, FI_UINT64, FI_SUM, &c->ctx[slot]);
+		}
+		if (r != -FI_EAGAIN)
+			break;
+		fi_cq_read(c->cq, NULL, 0);
+	}
+	CHK(r);
+}
+
+/* RMA mode, rank 0: latency (us) of n operations one at a time, or with
+ * bw set bandwidth (MB/s) of windows of WINDOW in flight. */
+static double rma_measure(struct ctx *c, int op, size_t len, int n, int bw)
+{
+	int warm = n / 10 + 5;
+	double t0 = 0;
+	if (!bw) {
+		for (int i = 0; i < warm + n; i++) {
+			if (i == warm)
+				t0 = now_us();
+			post_rma(c, op, len, 0);
+			wait_n(c, 1);
+		}
+		return (now_us() - t0) / n;
+	}
+	int windows = len >= (1 << 20) ? 4 : len >= 65536 ? 16 : 64;
+	for (int w = 0; w < windows + 2; w++) {
+		if (w == 2)
+			t0 = now_us();
+		for (int k = 0; k < WINDOW; k++)
+			post_rma(c, op, len, k);
+		wait_n(c, WINDOW);
+	}
+	return (double)len * WINDOW * windows / (now_us() - t0);
+}
+
+/* RMA mode: rank 0 measures, rank 1 progresses until rank 0's
+ * zero-byte "done" message arrives. */
+static void run_rma(int rank, struct ctx *c, struct result *res)
+{
+	if (rank == 1) {
+		post_recv(c, 0, TAG_ACK, WINDOW);
+		wait_n(c, 1); /* reading the CQ progresses the operations aimed at us */
+		return;
+	}
+	for (int i = 0; i < WARMUP / 10; i++) {
+		post_rma(c, 'w', 1, 0);
+		wait_n(c, 1);
+	}
+	for (int s = 0; s < nsizes; s++) {
+		size_t len = sizes[s];
+		int n = len >= (1 << 20) ? iters / 20 + 10 : len >= 65536 ? iters / 4 + 10 : iters;
+		res->lat_us[s] = rma_measure(c, 'w', len, n, 0);
+		res->rlat_us[s] = rma_measure(c, 'r', len, n, 0);
+		res->bw_mbs[s] = rma_measure(c, 'w', len, n, 1);
+		res->rbw_mbs[s] = rma_measure(c, 'r', len, n, 1);
+	}
+	res->fadd_us = rma_measure(c, 'f', 8, iters, 0);
+	post_send(c, 0, TAG_ACK, WINDOW);
+	wait_n(c, 1);
 }
 
 static void teardown(struct ctx *c)
@@ -301,6 +408,13 @@ static void run_rank(int rank, const struct bcase *bc, int rfd, int wfd, int res
 	}
 	setup(&c, bc, maxsize, rfd, wfd);
 	struct result res = { 0 };
+	if (rma_mode) {
+		run_rma(rank, &c, &res);
+		if (rank == 0 && write(resfd, &res, sizeof(res)) != sizeof(res))
+			_exit(6);
+		teardown(&c);
+		_exit(0);
+	}
 
 	/* Warm-up before any measurement, the same for every case: a process
 	 * that has just started runs slower for some milliseconds (page
@@ -423,8 +537,11 @@ int main(int argc, char **argv)
 {
 	int rounds = 5, opt, quiet = 0;
 	const char *sizelist = "1,8,64,512,4096,65536,1048576,4194304", *csvpath = NULL;
-	while ((opt = getopt(argc, argv, "r:n:s:c:q")) != -1) {
+	while ((opt = getopt(argc, argv, "Rr:n:s:c:q")) != -1) {
 		switch (opt) {
+		case 'R':
+			rma_mode = 1;
+			break;
 		case 'r':
 			rounds = atoi(optarg);
 			break;
@@ -442,8 +559,8 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr,
-				"usage: %s [-r rounds] [-n iters] [-s sizes] [-c file.csv] [-q] "
-				"label=prov[@links][#node]...\n",
+				"usage: %s [-R] [-r rounds] [-n iters] [-s sizes] [-c file.csv]"
+				" [-q] label=prov[@links][#node]...\n",
 				argv[0]);
 			return 1;
 		}
@@ -498,7 +615,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fi_bench: %s: %s\n", csvpath, strerror(errno));
 		return 1;
 	}
+	if (rma_mode && csv) {
+		fclose(csv);
+		csv = NULL;
+		remove(csvpath);
+	}
 	static double lat[MAX_CASES][MAX_SIZES][MAX_ROUNDS], bw[MAX_CASES][MAX_SIZES][MAX_ROUNDS];
+	static double rlat[MAX_CASES][MAX_SIZES][MAX_ROUNDS], rbw[MAX_CASES][MAX_SIZES][MAX_ROUNDS];
+	static double fadd[MAX_CASES][MAX_ROUNDS];
 	for (int r = 0; r < rounds; r++) {
 		if (!quiet) {
 			fprintf(stderr, "fi_bench: round %d/%d:", r + 1, rounds);
@@ -513,8 +637,52 @@ int main(int argc, char **argv)
 			for (int s = 0; s < nsizes; s++) {
 				lat[k][s][r] = res.lat_us[s];
 				bw[k][s][r] = res.bw_mbs[s];
+				rlat[k][s][r] = res.rlat_us[s];
+				rbw[k][s][r] = res.rbw_mbs[s];
 			}
+			fadd[k][r] = res.fadd_us;
 		}
+	}
+	if (rma_mode) {
+		printf("# RMA: fi_write / fi_read latency (us: one posted, its completion read)"
+		       " and\n# bandwidth (MB/s, %d in flight); medians of %d interleaved rounds;"
+		       " ratio = case / %s\n",
+		       WINDOW, rounds, cases[0].label);
+		printf("%-8s", "size");
+		for (int k = 0; k < ncases; k++)
+			printf(" %10s_wlat %10s_rlat %10s_wbw %10s_rbw", cases[k].label,
+			       cases[k].label, cases[k].label, cases[k].label);
+		for (int k = 1; k < ncases; k++)
+			printf("  %s/%s: wlat rlat wbw rbw", cases[k].label, cases[0].label);
+		printf("\n");
+		double m[MAX_CASES][4];
+		for (int s = 0; s < nsizes; s++) {
+			char sz[24];
+			fmt_size(sizes[s], sz, sizeof(sz));
+			printf("%-8s", sz);
+			for (int k = 0; k < ncases; k++) {
+				m[k][0] = median(lat[k][s], rounds);
+				m[k][1] = median(rlat[k][s], rounds);
+				m[k][2] = median(bw[k][s], rounds);
+				m[k][3] = median(rbw[k][s], rounds);
+				printf(" %15.3f %15.3f %14.1f %14.1f", m[k][0], m[k][1], m[k][2],
+				       m[k][3]);
+			}
+			for (int k = 1; k < ncases; k++)
+				printf("  %5.2fx %5.2fx %5.2fx %5.2fx", m[k][0] / m[0][0],
+				       m[k][1] / m[0][1], m[k][2] / m[0][2], m[k][3] / m[0][3]);
+			printf("\n");
+		}
+		printf("# fetch-add (8-byte FI_UINT64 FI_SUM fi_fetch_atomic) latency, us:");
+		double f0 = median(fadd[0], rounds);
+		for (int k = 0; k < ncases; k++) {
+			double f = median(fadd[k], rounds);
+			printf(" %s %.3f", cases[k].label, f);
+			if (k > 0)
+				printf(" (%.2fx)", f / f0);
+		}
+		printf("\n");
+		return 0;
 	}
 	printf("# tagged ping-pong (one-way latency, us) and streaming bandwidth (MB/s)\n");
 	printf("# medians of %d interleaved rounds; ratio = case / %s\n", rounds, cases[0].label);
@@ -540,8 +708,9 @@ int main(int argc, char **argv)
 		printf("\n");
 	}
 	if (csv) {
-		fprintf(csv, "case,size_bytes,latency_us,bandwidth_mbs,"
-			     "latency_ratio,bandwidth_ratio,baseline,rounds\n");
+		fprintf(csv,
+			"case,size_bytes,latency_us,bandwidth_mbs,latency_ratio,bandwidth_ratio,"
+			"baseline,rounds\n");
 		for (int k = 0; k < ncases; k++)
 			for (int s = 0; s < nsizes; s++)
 				fprintf(csv, "%s,%zu,%.4f,%.2f,%.4f,%.4f,%s,%d\n", cases[k].label,

@@ -23,6 +23,12 @@
  * (distinct FI_LNX_NODE_ID), so the network core (tcp;ofi_rxm) carries the
  * transfer; 1.17 rxm never reports a dead peer, so lnx's transport notices
  * by probing within FI_LNX_PEER_TIMEOUT (2s in ctest).
+ * With "rma" (link shm) and "rma_tcp" (simulated nodes, tcp;ofi_rxm):
+ *   rma_target_dies: one-sided operations (writes and reads, inline and
+ *                  bulk, a fetching and a compare atomic) wait for a
+ *                  target that has stopped progressing; it is killed, and
+ *                  every one of them must complete with an error entry
+ *                  (and count as an error on the FI_WRITE/FI_READ counter).
  * Each case then pings a fresh peer to show the survivor is intact.
  *
  * Peers are fresh executions of this program (fork + exec): a Go runtime,
@@ -32,7 +38,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "common.h"
+#include "rma_common.h"
 #include "devmem.h"
 
 #define BIG (4u << 20)
@@ -54,23 +60,44 @@ static void xread(int fd, void *b, size_t n)
 	}
 }
 
-/* "shm" or "tcp": which core carries the transfers (see main). */
+/* "shm", "tcp", "rma" or "rma_tcp": which core carries the transfers and
+ * whether endpoints have the one-sided caps (see main). */
 static const char *g_mode = "shm";
 
-enum role { PEER_SEND_BIG, PEER_IDLE, PEER_ECHO, PEER_SEND_DEV };
-#define DEVBIG (1u << 20)
+static int mode_tcp(void)
+{
+	return strstr(g_mode, "tcp") != NULL;
+}
+static int mode_rma(void)
+{
+	return !strncmp(g_mode, "rma", 3);
+}
+
+static void mode_opts(struct lnx_opts *o)
+{
+	if (mode_tcp())
+		o->links = LINK_TCP;
+	if (mode_rma()) {
+		o->caps = RMA_CAPS;
+		o->counters = 2;
+	}
+}
+
+enum role { PEER_SEND_BIG, PEER_IDLE, PEER_ECHO, PEER_SEND_DEV, PEER_RMA_TARGET };
+#define RMA_WIN (2u << 20)
+#define DEVBIG	(1u << 20)
 
 /* The peer process: opens an endpoint, swaps names, does its role. */
 static void peer_main(enum role role, int rfd, int wfd)
 {
 	struct lnx l;
 	struct lnx_opts o = { .links = LINK_SHM };
-	if (!strcmp(g_mode, "tcp")) {
+	if (mode_tcp()) {
 		char id[64];
 		snprintf(id, sizeof(id), "fault-peer-%d", (int)getpid());
 		setenv("FI_LNX_NODE_ID", id, 1);
-		o.links = LINK_TCP;
 	}
+	mode_opts(&o);
 	lnx_open(&l, &o);
 	xwrite(wfd, l.name, l.namelen);
 	uint8_t name[LNX_ADDRLEN];
@@ -101,6 +128,31 @@ static void peer_main(enum role role, int rfd, int wfd)
 		xwrite(wfd, &one, 1);
 		for (;;)
 			cq_progress(l.cq);
+	case PEER_RMA_TARGET: {
+		/* A window the parent writes, reads and updates; we progress
+		 * (executing its operations) until told to stop, then never
+		 * again: what it posts later waits for us until we are killed. */
+		uint8_t *win = calloc(1, RMA_WIN);
+		struct fid_mr *mr;
+		CHECK(fi_mr_reg(l.domain, win, RMA_WIN, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 5, 0,
+				&mr, NULL));
+		struct rwin w = { fi_mr_key(mr),
+				  (l.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ?
+					  (uint64_t)(uintptr_t)win :
+					  0,
+				  RMA_WIN };
+		xwrite(wfd, &w, sizeof(w));
+		for (;;) {
+			struct pollfd pfd = { .fd = rfd, .events = POLLIN };
+			if (poll(&pfd, 1, 0) == 1)
+				break;
+			cq_progress(l.cq);
+		}
+		xread(rfd, &one, 1);
+		xwrite(wfd, &one, 1); /* stopped: kill me whenever */
+		for (;;)
+			pause();
+	}
 	case PEER_ECHO:
 		POST(l.cq, fi_trecv(l.ep, &one, 1, NULL, peer, 0x55, 0, &ctx));
 		wait_ok(l.cq, &e, NULL, "echo recv");
@@ -112,8 +164,9 @@ static void peer_main(enum role role, int rfd, int wfd)
 	_exit(3);
 }
 
-/* Forks a peer with a role; returns its pid and inserts its address. */
-static pid_t spawn(struct lnx *l, enum role role, fi_addr_t *addr, int *rfd_out)
+/* Forks a peer with a role; returns its pid and inserts its address;
+ * *rfd_out reads what the peer writes, *wfd_out (if not NULL) writes to it. */
+static pid_t spawn_fds(struct lnx *l, enum role role, fi_addr_t *addr, int *rfd_out, int *wfd_out)
 {
 	int up[2], down[2];
 	if (pipe(up) || pipe(down))
@@ -137,7 +190,16 @@ static pid_t spawn(struct lnx *l, enum role role, fi_addr_t *addr, int *rfd_out)
 	xwrite(down[1], l->name, l->namelen);
 	CHECK_RC(fi_av_insert(l->av, name, 1, addr, 0, NULL), 1);
 	*rfd_out = up[0];
+	if (wfd_out)
+		*wfd_out = down[1];
+	else
+		close(down[1]);
 	return pid;
+}
+
+static pid_t spawn(struct lnx *l, enum role role, fi_addr_t *addr, int *rfd_out)
+{
+	return spawn_fds(l, role, addr, rfd_out, NULL);
 }
 
 /* Waits for the peer's one-byte signal while progressing our endpoint: a
@@ -292,6 +354,82 @@ static void dev_sender_dies(struct lnx *l)
 	dev_free(d);
 }
 
+/* One-sided operations to a target that stops answering and is killed:
+ * each completes with an error entry naming it, and the FI_WRITE/FI_READ
+ * counter counts them as errors. */
+static void rma_target_dies(struct lnx *l)
+{
+	fi_addr_t addr;
+	int rfd, wfd;
+	pid_t pid = spawn_fds(l, PEER_RMA_TARGET, &addr, &rfd, &wfd);
+	struct rwin w;
+	xread(rfd, &w, sizeof(w));
+	static uint8_t big[RMA_WIN / 2], bigin[RMA_WIN / 2];
+	uint64_t small[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, smallin[8];
+	uint64_t one = 1, cmp = 0, swap = 9, res[2];
+	struct fi_context2 ctx[7];
+
+	/* The path works while the target progresses. */
+	POST(l->cq, fi_write(l->ep, small, sizeof(small), NULL, addr, w.addr, w.key, &ctx[6]));
+	struct fi_cq_tagged_entry e;
+	wait_ok(l->cq, &e, NULL, "rma warm-up write");
+	EXPECT(e.op_context == &ctx[6], "warm-up completion for another context");
+	EXPECT(fi_cntr_read(l->tx_cntr) == 1, "warm-up: counter %llu",
+	       (unsigned long long)fi_cntr_read(l->tx_cntr));
+
+	/* Stop the target's progress, then post what it will never answer. */
+	char stop = 's';
+	xwrite(wfd, &stop, 1);
+	wait_signal(l, rfd);
+	POST(l->cq, fi_write(l->ep, small, sizeof(small), NULL, addr, w.addr + 64, w.key, &ctx[0]));
+	POST(l->cq, fi_write(l->ep, big, sizeof(big), NULL, addr, w.addr + 4096, w.key, &ctx[1]));
+	POST(l->cq, fi_read(l->ep, smallin, sizeof(smallin), NULL, addr, w.addr, w.key, &ctx[2]));
+	POST(l->cq, fi_read(l->ep, bigin, sizeof(bigin), NULL, addr, w.addr + RMA_WIN / 2, w.key,
+			    &ctx[3]));
+	POST(l->cq, fi_fetch_atomic(l->ep, &one, 1, NULL, res, NULL, addr, w.addr + 128, w.key,
+				    FI_UINT64, FI_SUM, &ctx[4]));
+	POST(l->cq, fi_compare_atomic(l->ep, &swap, 1, NULL, &cmp, NULL, res + 1, NULL, addr,
+				      w.addr + 136, w.key, FI_UINT64, FI_CSWAP, &ctx[5]));
+	expect_no_completion(l->cq, 50, "one-sided operations to a stopped target");
+	reap(pid);
+
+	static const uint64_t flags[6] = { FI_RMA | FI_WRITE,	FI_RMA | FI_WRITE,
+					   FI_RMA | FI_READ,	FI_RMA | FI_READ,
+					   FI_ATOMIC | FI_READ, FI_ATOMIC | FI_READ };
+	static const char *names[6] = { "small write", "bulk write",   "small read",
+					"bulk read",   "fetch_atomic", "compare_atomic" };
+	int seen[6] = { 0 };
+	for (int i = 0; i < 6; i++) {
+		struct fi_cq_err_entry err;
+		/* A bound against a hang only: the network core needs
+		 * FI_LNX_PEER_TIMEOUT plus a liveness check, longer on a loaded
+		 * machine. */
+		int r = wait_cq(l->cq, NULL, NULL, &err, 6 * WAIT_MS);
+		EXPECT(r < 0 && r != -FI_ETIMEDOUT,
+		       "operation %d of 6 to the killed target: wait_cq %d (want an error entry)",
+		       i + 1, r);
+		int k = -1;
+		for (int j = 0; j < 6; j++)
+			if (err.op_context == &ctx[j])
+				k = j;
+		EXPECT(k >= 0 && !seen[k], "error entry for an unknown or repeated context %p",
+		       err.op_context);
+		seen[k] = 1;
+		EXPECT(err.err == FI_EIO, "%s: err %d (%s), want FI_EIO", names[k], err.err,
+		       fi_strerror(err.err));
+		EXPECT((err.flags & flags[k]) == flags[k], "%s: error flags %#llx lack %#llx",
+		       names[k], (unsigned long long)err.flags, (unsigned long long)flags[k]);
+		note("rma_target_dies: %s: error entry err=%d (%s)", names[k], err.err,
+		     fi_strerror(err.err));
+	}
+	EXPECT(fi_cntr_read(l->tx_cntr) == 1, "counter %llu after the failures, want 1",
+	       (unsigned long long)fi_cntr_read(l->tx_cntr));
+	EXPECT(fi_cntr_readerr(l->tx_cntr) == 6, "error counter %llu, want 6",
+	       (unsigned long long)fi_cntr_readerr(l->tx_cntr));
+	close(rfd);
+	close(wfd);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 6 && !strcmp(argv[1], "peer")) {
@@ -302,6 +440,18 @@ int main(int argc, char **argv)
 	struct lnx l;
 	struct lnx_opts o = { .links = LINK_SHM };
 	g_cq_print_errors = 0;
+	if (argc > 1 && (!strcmp(argv[1], "rma") || !strcmp(argv[1], "rma_tcp"))) {
+		g_mode = argv[1];
+		if (mode_tcp())
+			setenv("FI_LNX_NODE_ID", "fault-main", 1);
+		mode_opts(&o);
+		lnx_open(&l, &o);
+		rma_target_dies(&l);
+		ping_fresh_peer(&l);
+		lnx_close(&l);
+		printf("fault_peer_death %s: ok\n", g_mode);
+		return 0;
+	}
 	if (argc > 1 && !strcmp(argv[1], "tcp")) {
 		g_mode = "tcp";
 		setenv("FI_LNX_NODE_ID", "fault-main", 1);
