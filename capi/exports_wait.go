@@ -36,6 +36,25 @@ func lnx_go_wait_open(waitObj C.enum_fi_wait_obj, h *C.lnx_handle) (ret C.int) {
 	return register(s, h)
 }
 
+// setMember is an EQ's place in a wait set; closing it leaves the set.
+type setMember struct{ leave func() }
+
+func (m *setMember) Close() error { m.leave(); return nil }
+
+// lnx_go_wait_join adds the EQ eq (C memory, a struct lnx_eq) to the wait
+// set wh; *h gets the handle whose close takes it out again.
+//
+//export lnx_go_wait_join
+func lnx_go_wait_join(wh C.lnx_handle, eq unsafe.Pointer, h *C.lnx_handle) (ret C.int) {
+	defer recoverTo(&ret, "fi_eq_open")
+	s, err := object[*lnx.WaitSet](wh)
+	if err != nil {
+		return code("fi_eq_open", err)
+	}
+	leave := s.Join(func() bool { return C.lnx_eq_ready(eq) != 0 })
+	return register(&setMember{leave}, h)
+}
+
 //export lnx_go_wait_wait
 func lnx_go_wait_wait(h C.lnx_handle, timeout C.int) (ret C.int) {
 	defer recoverTo(&ret, "fi_wait")

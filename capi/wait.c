@@ -106,6 +106,13 @@ int lnx_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 	if (count < 0 || (count && !fids))
 		return -FI_EINVAL;
 	for (int i = 0; i < count; i++) {
+		struct lnx_eq *q = lnx_eq_of(fids[i]);
+		if (q) {
+			int ret = lnx_eq_trywait(q);
+			if (ret)
+				return ret;
+			continue;
+		}
 		int kind;
 		lnx_handle h = lnx_handle_of(fids[i], &kind);
 		if (!h && fids[i] && fids[i]->fclass == FI_CLASS_WAIT)

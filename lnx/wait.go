@@ -190,6 +190,20 @@ func (s *WaitSet) add(m waitable) {
 	s.mu.Unlock()
 }
 
+// funcMember is a wait set member lnx does not own (an EQ, which lives
+// in C): f reports whether it holds something to read.
+type funcMember struct{ f func() bool }
+
+func (m *funcMember) ready() bool { return m.f() }
+
+// Join adds a member whose readiness f reports (f must not block); the
+// returned func takes it out again, once no check of the set is calling f.
+func (s *WaitSet) Join(f func() bool) (leave func()) {
+	m := &funcMember{f}
+	s.add(m)
+	return func() { s.remove(m) }
+}
+
 func (s *WaitSet) remove(m waitable) {
 	s.mu.Lock()
 	for i, x := range s.members {

@@ -213,6 +213,10 @@ extern struct fi_ops_collective lnx_ep_collective_ops;
 int lnx_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq, void *context);
 struct lnx_eq *lnx_eq_of(struct fid *fid);
 void lnx_eq_ref(struct lnx_eq *q, int d);
+/* 1 while an event is queued on eq (a struct lnx_eq). */
+int lnx_eq_ready(void *eq);
+/* fi_trywait on an EQ. */
+int lnx_eq_trywait(struct lnx_eq *q);
 int lnx_eq_post(struct lnx_eq *q, uint32_t event, const void *buf, size_t len, int err,
 		struct fid *fid, void *context, uint64_t data);
 struct lnx_cq *lnx_alloc_cq(void);
