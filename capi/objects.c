@@ -35,7 +35,14 @@ static int lnx_close_common(struct fid *fid, lnx_handle h)
 }
 
 static int fabric_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_fabric, fid)); }
-static int domain_close(struct fid *fid) { return lnx_close_common(fid, LNX_H(lnx_domain, fid)); }
+static int domain_close(struct fid *fid)
+{
+	struct lnx_eq *q = ((struct lnx_domain *)(void *)fid)->eq;
+	int ret = lnx_close_common(fid, LNX_H(lnx_domain, fid));
+	if (ret == 0 && q)
+		lnx_eq_ref(q, -1);
+	return ret;
+}
 static int ep_close(struct fid *fid)
 {
 	struct lnx_ep *e = (struct lnx_ep *)(void *)fid;
@@ -279,6 +286,11 @@ static int domain_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	m->mr.key = key;
 	m->h = h;
 	*mr = &m->mr;
+	if (d->reg_mr) {
+		/* FI_REG_MR: registration is complete already; the EQ says so. */
+		struct fi_eq_entry ev = { .fid = &m->mr.fid, .context = attr->context };
+		lnx_eq_post(d->eq, FI_MR_COMPLETE, &ev, sizeof(ev), 0, NULL, NULL, 0);
+	}
 	return 0;
 }
 
@@ -306,8 +318,31 @@ static int domain_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t 
 	return domain_mr_regv(fid, &iov, 1, access, offset, requested_key, flags, mr, context);
 }
 
+/*
+ * fi_domain_bind of an EQ: lnx has no asynchronous control events for a
+ * domain or its RDM endpoints, so the EQ receives only what FI_REG_MR
+ * asks: each registration, done at once, is reported by an FI_MR_COMPLETE
+ * event (fid: the MR, context: the registration's); a registration that
+ * fails still fails the call, with no event.
+ */
+static int domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct lnx_domain *d = (struct lnx_domain *)(void *)fid;
+	struct lnx_eq *q = lnx_eq_of(bfid);
+	if (!q)
+		return -FI_EINVAL;
+	if (flags & ~(uint64_t)FI_REG_MR)
+		return -FI_EBADFLAGS;
+	if (d->eq)
+		return -FI_EALREADY;
+	lnx_eq_ref(q, 1);
+	d->eq = q;
+	d->reg_mr = (flags & FI_REG_MR) != 0;
+	return 0;
+}
+
 static struct fi_ops domain_fi_ops = {
-	.size = sizeof(struct fi_ops), .close = domain_close, .bind = nosys_bind,
+	.size = sizeof(struct fi_ops), .close = domain_close, .bind = domain_bind,
 	.control = nosys_control, .ops_open = nosys_ops_open, .ops_set = nosys_ops_set,
 };
 static struct fi_ops_domain domain_ops = {

@@ -23,7 +23,9 @@
 typedef uintptr_t lnx_handle;
 
 struct lnx_fabric { struct fid_fabric fab; lnx_handle h; };
-struct lnx_domain { struct fid_domain dom; lnx_handle h; };
+/* eq: the EQ bound with fi_domain_bind; reg_mr: FI_REG_MR was given (MR
+ * registrations then complete through it). */
+struct lnx_domain { struct fid_domain dom; lnx_handle h; struct lnx_eq *eq; int reg_mr; };
 struct lnx_fast;
 struct lnx_ep     { struct fid_ep ep; lnx_handle h; struct lnx_fast *fast; };
 struct lnx_eq;

@@ -32,6 +32,13 @@
  *    FI_EINVAL, the insert's context) and then FI_AV_COMPLETE (fid = the
  *    AV, context, data = number inserted); the good address works
  *  - fi_ep_bind of an EQ to an RDM endpoint is accepted
+ *  - fi_domain_bind of an EQ: flags 0 accepted (no events); FI_REG_MR on a
+ *    second domain: fi_mr_reg returns the MR and the EQ gets
+ *    FI_MR_COMPLETE (fid = the MR, the registration's context); other
+ *    flags -FI_EBADFLAGS, a second EQ -FI_EALREADY; the EQ cannot close
+ *    before the domain
+ *  - FI_WAIT_YIELD: no fd (FI_GETWAIT -> -FI_ENODATA), GETWAITOBJ says
+ *    FI_WAIT_YIELD, fi_eq_sread times out (-FI_EAGAIN) and reads an event
  *  - closing an EQ still bound to an AV -> -FI_EBUSY
  */
 #include <poll.h>
@@ -264,6 +271,70 @@ static void test_wait_set(struct fid_fabric *fab)
 	note("FI_WAIT_SET: ok");
 }
 
+static void test_yield(struct fid_fabric *fab)
+{
+	struct fi_eq_attr attr = { .wait_obj = FI_WAIT_YIELD };
+	struct fid_eq *eq;
+	struct fi_eq_entry in = { .fid = &fab->fid, .context = fab, .data = 3 }, out;
+	uint32_t event = 0;
+	int fd;
+
+	CHECK(fi_eq_open(fab, &attr, &eq, NULL));
+	enum fi_wait_obj wo = -1;
+	CHECK(fi_control(&eq->fid, FI_GETWAITOBJ, &wo));
+	EXPECT(wo == FI_WAIT_YIELD, "wait obj %d", wo);
+	CHECK_RC(fi_control(&eq->fid, FI_GETWAIT, &fd), -FI_ENODATA);
+	CHECK_RC(fi_eq_sread(eq, &event, &out, sizeof(out), 20, 0), -FI_EAGAIN);
+	CHECK_RC(fi_eq_write(eq, FI_NOTIFY, &in, sizeof(in), 0), sizeof(in));
+	CHECK_RC(fi_eq_sread(eq, &event, &out, sizeof(out), -1, 0), sizeof(out));
+	EXPECT(event == FI_NOTIFY && out.context == fab && out.data == 3, "event %u data %llu", event,
+	       (unsigned long long)out.data);
+	CHECK(fi_close(&eq->fid));
+	note("FI_WAIT_YIELD: ok");
+}
+
+static void test_domain_bind(struct lnx *l)
+{
+	struct fi_eq_attr eattr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fid_eq *eq, *eq2;
+	struct fid_domain *dom;
+	uint32_t event = 0;
+	struct fi_eq_entry e;
+
+	CHECK(fi_eq_open(l->fabric, &eattr, &eq, NULL));
+	CHECK(fi_eq_open(l->fabric, &eattr, &eq2, NULL));
+	/* Flags 0: accepted; nothing is reported. */
+	CHECK(fi_domain(l->fabric, l->info, &dom, NULL));
+	CHECK(fi_domain_bind(dom, &eq->fid, 0));
+	CHECK_RC(fi_domain_bind(dom, &eq2->fid, 0), -FI_EALREADY);
+	uint8_t buf[64];
+	struct fid_mr *mr;
+	CHECK(fi_mr_reg(dom, buf, sizeof(buf), FI_SEND, 0, 0, 0, &mr, NULL));
+	CHECK(fi_close(&mr->fid));
+	CHECK_RC(fi_eq_read(eq, &event, &e, sizeof(e), 0), -FI_EAGAIN);
+	CHECK_RC(fi_close(&eq->fid), -FI_EBUSY);
+	CHECK(fi_close(&dom->fid));
+	CHECK(fi_close(&eq->fid));
+
+	/* FI_REG_MR on a domain of its own. */
+	CHECK(fi_domain(l->fabric, l->info, &dom, NULL));
+	CHECK_RC(fi_domain_bind(dom, &eq2->fid, FI_SEND), -FI_EBADFLAGS);
+	CHECK(fi_domain_bind(dom, &eq2->fid, FI_REG_MR));
+	CHECK_RC(fi_close(&eq2->fid), -FI_EBUSY);
+	int ctx;
+	mr = NULL;
+	CHECK(fi_mr_reg(dom, buf, sizeof(buf), FI_SEND | FI_RECV, 0, 0, 0, &mr, &ctx));
+	EXPECT(mr != NULL, "no MR");
+	memset(&e, 0, sizeof(e));
+	CHECK_RC(fi_eq_sread(eq2, &event, &e, sizeof(e), -1, 0), sizeof(e));
+	EXPECT(event == FI_MR_COMPLETE && e.fid == &mr->fid && e.context == &ctx,
+	       "event %u fid %p (MR %p) context %p", event, (void *)e.fid, (void *)&mr->fid, e.context);
+	CHECK(fi_close(&mr->fid));
+	CHECK(fi_close(&dom->fid));
+	CHECK(fi_close(&eq2->fid));
+	note("domain bind: ok");
+}
+
 static void test_av_events(struct lnx *l)
 {
 	struct fi_eq_attr eattr = { .wait_obj = FI_WAIT_UNSPEC };
@@ -333,6 +404,8 @@ int main(int argc, char **argv)
 	struct fid_eq *eq;
 	CHECK_RC(fi_eq_open(l.fabric, &mc, &eq, NULL), -FI_ENOSYS);
 	test_av_events(&l);
+	test_yield(l.fabric);
+	test_domain_bind(&l);
 
 	lnx_close(&l);
 	printf("eq_basic: ok\n");
