@@ -280,25 +280,10 @@ static int eq_control(struct fid *fid, int command, void *arg)
 	struct lnx_eq *q = (struct lnx_eq *)(void *)fid;
 	switch (command) {
 	case FI_GETWAIT:
+		if (q->wait_obj == FI_WAIT_FD || q->wait_obj == FI_WAIT_POLLFD)
+			return lnx_wait_getwait(q->wait_obj, q->fd, command, arg);
 		if (!arg)
 			return -FI_EINVAL;
-		if (q->wait_obj == FI_WAIT_FD) {
-			*(int *)arg = q->fd;
-			return 0;
-		}
-		if (q->wait_obj == FI_WAIT_POLLFD) {
-			/* One fd, for the EQ's life: change_index never moves. */
-			struct fi_wait_pollfd *p = arg;
-			size_t room = p->nfds;
-			p->change_index = 1;
-			p->nfds = 1;
-			if (room < 1)
-				return -FI_ETOOSMALL;
-			if (!p->fd)
-				return -FI_EINVAL;
-			p->fd[0] = (struct pollfd){ .fd = q->fd, .events = POLLIN };
-			return 0;
-		}
 		/* FI_WAIT_NONE and FI_WAIT_YIELD have no object; FI_WAIT_SET's
 		 * is the set's (fi_control on the set) */
 		return -FI_ENODATA;

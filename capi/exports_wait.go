@@ -82,22 +82,21 @@ func lnx_go_wait_fd(h C.lnx_handle) (ret C.int) {
 	return -C.FI_EINVAL
 }
 
-// lnx_go_wait_inset reports whether a CQ or counter waits through a set.
+// lnx_go_wait_kind returns the wait object (enum fi_wait_obj) of a CQ,
+// counter or wait set, or an error code below 0.
 //
-//export lnx_go_wait_inset
-func lnx_go_wait_inset(h C.lnx_handle) (ret C.int) {
+//export lnx_go_wait_kind
+func lnx_go_wait_kind(h C.lnx_handle) (ret C.int) {
 	defer recoverTo(&ret, "fi_control(FI_GETWAITOBJ)")
 	switch o := handles.get(uintptr(h)).(type) {
 	case *lnx.CQ:
-		if o.Attr.WaitSet != nil {
-			return 1
-		}
+		return C.int(o.WaitKind())
 	case *lnx.Cntr:
-		if o.InSet() {
-			return 1
-		}
+		return C.int(o.WaitKind())
+	case *lnx.WaitSet:
+		return C.int(o.WaitKind())
 	}
-	return 0
+	return -C.FI_EINVAL
 }
 
 //export lnx_go_trywait

@@ -29,8 +29,8 @@ func (d *Domain) OpenCntr(waitObj int, set *WaitSet) (*Cntr, error) {
 	c := &Cntr{Domain: d}
 	switch waitObj {
 	case WaitNone:
-	case WaitUnspec, WaitFD:
-		w, err := newWaitFD()
+	case WaitUnspec, WaitFD, WaitPollFD:
+		w, err := newWaitObj(waitObj)
 		if err != nil {
 			return nil, err
 		}
@@ -175,6 +175,14 @@ func (c *Cntr) Close() error {
 	}
 	c.Domain.put()
 	return nil
+}
+
+// WaitKind is the counter's wait object (FI_GETWAITOBJ).
+func (c *Cntr) WaitKind() int {
+	if c.set != nil {
+		return WaitSet_
+	}
+	return c.wfd.kind()
 }
 
 // InSet reports whether the counter waits through a wait set.
