@@ -156,9 +156,6 @@ static void sender(struct peer *p, void *arg)
 	       (unsigned long long)i->mode);
 	EXPECT(i->tx_attr->msg_order & FI_ORDER_SAS, "no FI_ORDER_SAS");
 	EXPECT(g_tx_iov >= 1 && g_inject > 0, "iov_limit %zu inject_size %zu", g_tx_iov, g_inject);
-	check_domain_counts(p);
-	check_mr_cnt(p);
-	check_ep_cnt(p);
 
 	/* tx iov_limit buffers of 10 bytes each; then one more. */
 	size_t n = g_tx_iov;
@@ -260,8 +257,19 @@ int main(int argc, char **argv)
 	struct lnx_opts o;
 	msg_test_opts(argc, argv, &o);
 	g_shm_only = !strcmp(o.links, LINK_SHM);
-	/* ep_cnt endpoints and mr_cnt MRs take a while on a loaded machine:
-	 * the pair gets more than the usual time before it is killed. */
-	role_fn roles[2] = { sender, receiver };
-	return run_group("info_limits", &o, 2, roles, NULL, PAIR_TIMEOUT_S * 8);
+	int r = run_pair("info_limits", &o, sender, receiver, NULL);
+	if (r)
+		return r;
+	/* The counts, in this process once the pair is done: opening ep_cnt
+	 * endpoints and mr_cnt MRs takes a while on a loaded machine, longer
+	 * than a peer waits at a barrier. */
+	struct peer p;
+	memset(&p, 0, sizeof(p));
+	lnx_open(&p.l, &o);
+	check_domain_counts(&p);
+	check_mr_cnt(&p);
+	check_ep_cnt(&p);
+	lnx_close(&p.l);
+	printf("info_limits counts: ok\n");
+	return 0;
 }
