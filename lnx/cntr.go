@@ -18,6 +18,7 @@ type Cntr struct {
 	// either changed since.
 	wfd      *waitFD
 	set      *WaitSet
+	yield    bool // FI_WAIT_YIELD: no object, reported as such
 	seen     atomic.Uint64
 	seenErrs atomic.Uint64
 	pollRefs atomic.Int32
@@ -29,6 +30,9 @@ func (d *Domain) OpenCntr(waitObj int, set *WaitSet) (*Cntr, error) {
 	c := &Cntr{Domain: d}
 	switch waitObj {
 	case WaitNone:
+	case WaitYield:
+		// No object; fi_cntr_wait polls as it always does.
+		c.yield = true
 	case WaitUnspec, WaitFD, WaitPollFD:
 		w, err := newWaitObj(waitObj)
 		if err != nil {
@@ -181,6 +185,9 @@ func (c *Cntr) Close() error {
 func (c *Cntr) WaitKind() int {
 	if c.set != nil {
 		return WaitSet_
+	}
+	if c.yield {
+		return WaitYield
 	}
 	return c.wfd.kind()
 }

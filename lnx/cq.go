@@ -75,7 +75,8 @@ func (d *Domain) OpenCQ(attr CQAttr) (*CQ, error) {
 	}
 	var wfd *waitFD
 	switch attr.WaitObj {
-	case WaitNone:
+	case WaitNone, WaitYield:
+		// FI_WAIT_YIELD: no object; fi_cq_sread polls as it always does.
 	case WaitUnspec, WaitFD, WaitPollFD:
 		// FI_WAIT_UNSPEC is an fd too: FI_GETWAIT then has one to give.
 		w, err := newWaitObj(attr.WaitObj)
@@ -139,6 +140,9 @@ func (q *CQ) WaitFD() int {
 func (q *CQ) WaitKind() int {
 	if q.set != nil {
 		return WaitSet_
+	}
+	if q.Attr.WaitObj == WaitYield {
+		return WaitYield
 	}
 	return q.wfd.kind()
 }

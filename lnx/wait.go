@@ -39,6 +39,7 @@ const (
 	WaitUnspec = 1
 	WaitSet_   = 2
 	WaitFD     = 3
+	WaitYield  = 5
 	WaitPollFD = 6
 )
 

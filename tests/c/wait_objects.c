@@ -25,6 +25,9 @@
  *             timing out with -FI_ETIMEDOUT
  *  pollset    fi_poll_open / fi_poll_add / fi_poll / fi_poll_del: fi_poll
  *             names the receive CQ's context once a message is in
+ *  yield      FI_WAIT_YIELD (libfabric's shm offers it): a CQ and a counter
+ *             say so, have no fd (FI_GETWAIT -FI_ENODATA); fi_cq_sread
+ *             brings every message, fi_cntr_wait the count
  *  pollfd     FI_WAIT_POLLFD: a CQ, a counter and a wait set of that kind
  *             say so (FI_GETWAITOBJ); FI_GETWAIT with nfds 0 gives
  *             -FI_ETOOSMALL and nfds 1, then a struct fi_wait_pollfd with
@@ -430,6 +433,36 @@ static void pollfd_b(struct peer *p, void *arg)
 	finish_b(p, &w);
 }
 
+/* ---- FI_WAIT_YIELD -------------------------------------------------------------- */
+
+static void yield_b(struct peer *p, void *arg)
+{
+	struct wep w = { .txcq = open_cq(p, FI_WAIT_NONE, NULL), .rxcq = open_cq(p, FI_WAIT_YIELD, NULL),
+			 .rxcntr = open_cntr(p, FI_WAIT_YIELD, NULL) };
+	wep_open(p, &w);
+	post_all(&w);
+	struct fid *fids[2] = { &w.rxcq->fid, &w.rxcntr->fid };
+	for (int k = 0; k < 2; k++) {
+		enum fi_wait_obj wo = FI_WAIT_NONE;
+		int fd = -1;
+		CHECK(fi_control(fids[k], FI_GETWAITOBJ, &wo));
+		EXPECT(wo == FI_WAIT_YIELD, "FI_GETWAITOBJ %d", (int)wo);
+		CHECK_RC(fi_control(fids[k], FI_GETWAIT, &fd), -FI_ENODATA);
+	}
+	go(p);
+	for (int i = 0; i < NMSG;) {
+		struct fi_cq_tagged_entry e[NMSG];
+		fi_addr_t src[NMSG];
+		ssize_t n = fi_cq_sreadfrom(w.rxcq, e, NMSG, src, NULL, WAIT_MS);
+		EXPECT(n > 0, "fi_cq_sreadfrom: %zd", n);
+		for (ssize_t k = 0; k < n; k++, i++)
+			check_recv(&w, i, &e[k], src[k]);
+	}
+	CHECK(fi_cntr_wait(w.rxcntr, NMSG, WAIT_MS));
+	EXPECT(fi_cntr_read(w.rxcntr) == NMSG, "receive counter %llu", (unsigned long long)fi_cntr_read(w.rxcntr));
+	finish_b(p, &w);
+}
+
 /* ---- poll sets ----------------------------------------------------------------- */
 
 static void pollset_b(struct peer *p, void *arg)
@@ -482,6 +515,7 @@ static const struct subtest cases[] = {
 	CASE("waitset", sender_cq, waitset_b),
 	CASE("pollset", sender_cq, pollset_b),
 	CASE("pollfd", sender_cq, pollfd_b),
+	CASE("yield", sender_cq, yield_b),
 };
 
 int main(int argc, char **argv)
