@@ -22,16 +22,10 @@ static int av_close(struct fid *fid)
  * data is the number inserted and whose context is the call's. lnx inserts
  * at once, so the events are queued before the call returns.
  */
-static int av_insert(struct fid_av *av, const void *addr, size_t count, fi_addr_t *fi_addr,
-		     uint64_t flags, void *context)
+static int av_insert_events(struct lnx_av *a, int ret, size_t count, fi_addr_t *fi_addr,
+			    void *context)
 {
-	struct lnx_av *a = (struct lnx_av *)(void *)av;
-	if (!a->eq) {
-		if (a->event)
-			return -FI_ENOEQ;
-		return lnx_go_av_insert(a->h, (void *)addr, count, fi_addr, flags);
-	}
-	int ret = lnx_go_av_insert(a->h, (void *)addr, count, fi_addr, flags);
+	struct fid_av *av = &a->av;
 	if (ret < 0)
 		return ret; /* the call itself was wrong: no events */
 	if (fi_addr)
@@ -41,6 +35,19 @@ static int av_insert(struct fid_av *av, const void *addr, size_t count, fi_addr_
 					    context, i);
 	struct fi_eq_entry ev = { .fid = &av->fid, .context = context, .data = (uint64_t)ret };
 	return lnx_eq_post(a->eq, FI_AV_COMPLETE, &ev, sizeof(ev), 0, NULL, NULL, 0);
+}
+
+static int av_insert(struct fid_av *av, const void *addr, size_t count, fi_addr_t *fi_addr,
+		     uint64_t flags, void *context)
+{
+	struct lnx_av *a = (struct lnx_av *)(void *)av;
+	if (!a->eq) {
+		if (a->event)
+			return -FI_ENOEQ;
+		return lnx_go_av_insert(a->h, (void *)addr, count, fi_addr, flags);
+	}
+	return av_insert_events(a, lnx_go_av_insert(a->h, (void *)addr, count, fi_addr, flags),
+				count, fi_addr, context);
 }
 
 static int av_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
@@ -55,15 +62,27 @@ static int av_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	a->eq = q;
 	return 0;
 }
-static int av_insertsvc(struct fid_av *av, const char *node, const char *service,
-			fi_addr_t *fi_addr, uint64_t flags, void *context)
-{
-	return -FI_ENOSYS;
-}
+/*
+ * fi_av_insertsym: the addresses fi_getinfo gives for each node and
+ * service without FI_SOURCE (lnx/nodesvc.go); with an EQ bound, completed
+ * through it as fi_av_insert is.
+ */
 static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt, const char *service,
 			size_t svccnt, fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
-	return -FI_ENOSYS;
+	struct lnx_av *a = (struct lnx_av *)(void *)av;
+	if (!a->eq && a->event)
+		return -FI_ENOEQ;
+	int ret = lnx_go_av_insertsym(a->h, (char *)node, nodecnt, (char *)service, svccnt, fi_addr,
+				      flags);
+	if (!a->eq)
+		return ret;
+	return av_insert_events(a, ret, ret < 0 ? 0 : nodecnt * svccnt, fi_addr, context);
+}
+static int av_insertsvc(struct fid_av *av, const char *node, const char *service,
+			fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+	return av_insertsym(av, node, 1, service, 1, fi_addr, flags, context);
 }
 static int av_remove(struct fid_av *av, fi_addr_t *fi_addr, size_t count, uint64_t flags)
 {

@@ -11,7 +11,34 @@
 
 static int domain_close(struct fid *fid)
 {
-	return lnx_close_common(fid, LNX_H(lnx_domain, fid));
+	struct lnx_eq *q = ((struct lnx_domain *)(void *)fid)->eq;
+	int ret = lnx_close_common(fid, LNX_H(lnx_domain, fid));
+	if (ret == 0 && q)
+		lnx_eq_ref(q, -1);
+	return ret;
+}
+
+/*
+ * fi_domain_bind of an EQ: lnx has no asynchronous control events for a
+ * domain or its RDM endpoints, so the EQ receives only what FI_REG_MR
+ * asks: each registration, done at once, is reported by an FI_MR_COMPLETE
+ * event (fid: the MR, context: the registration's); a registration that
+ * fails still fails the call, with no event.
+ */
+static int domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct lnx_domain *d = (struct lnx_domain *)(void *)fid;
+	struct lnx_eq *q = lnx_eq_of(bfid);
+	if (!q)
+		return -FI_EINVAL;
+	if (flags & ~(uint64_t)FI_REG_MR)
+		return -FI_EBADFLAGS;
+	if (d->eq)
+		return -FI_EALREADY;
+	lnx_eq_ref(q, 1);
+	d->eq = q;
+	d->reg_mr = (flags & FI_REG_MR) != 0;
+	return 0;
 }
 
 static int domain_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av,
@@ -139,7 +166,7 @@ static int domain_qcoll(struct fid_domain *d, enum fi_collective_op c, struct fi
 static struct fi_ops domain_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = domain_close,
-	.bind = nosys_bind,
+	.bind = domain_bind,
 	.control = nosys_control,
 	.ops_open = nosys_ops_open,
 	.ops_set = nosys_ops_set,

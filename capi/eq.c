@@ -2,10 +2,11 @@
 /*
  * Event queues (fi_eq_open on an lnx fabric). An EQ carries control
  * events only (lnx's RDM endpoints have no connection events; AVs bound to
- * one report FI_AV_COMPLETE here), so it lives entirely in C: a mutex, a
- * condition variable for fi_eq_sread, a FIFO of events and, for FI_WAIT_FD
- * (and FI_WAIT_UNSPEC), an eventfd that is readable while the queue holds
- * an event. Nothing here calls into Go.
+ * one report FI_AV_COMPLETE here), so it lives in C: a mutex, a condition
+ * variable for fi_eq_sread, a FIFO of events and, for FI_WAIT_FD (and
+ * FI_WAIT_UNSPEC, FI_WAIT_POLLFD), an eventfd that is readable while the
+ * queue holds an event. Go is entered only to join and leave a wait set
+ * (FI_WAIT_SET): the set's waits (lnx/wait.go) then ask lnx_eq_ready.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -14,7 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <poll.h>
 #include "lnx_capi.h"
+#include "lnx_wait.h"
+#include "_cgo_export.h"
 
 #define LNX_EQ_DEFAULT_SIZE 1024
 
@@ -31,8 +35,10 @@ struct lnx_eq {
 	struct fid_eq eq;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	enum fi_wait_obj wait_obj; /* FI_WAIT_NONE, _FD or _YIELD */
-	int fd;			   /* eventfd for FI_WAIT_FD, else -1 */
+	enum fi_wait_obj wait_obj; /* FI_WAIT_NONE, _FD, _POLLFD, _SET or _YIELD */
+	int fd;			   /* eventfd for FI_WAIT_FD and _POLLFD, else -1 */
+	lnx_handle member;	   /* FI_WAIT_SET: the EQ's place in the set */
+	struct fid_wait *wait_set; /* FI_WAIT_SET: the set */
 	size_t size, n;
 	struct lnx_eq_event *head, *tail;
 	int refs; /* AVs and endpoints bound to the EQ */
@@ -45,6 +51,28 @@ struct lnx_eq *lnx_eq_of(struct fid *fid)
 	return fid && fid->fclass == FI_CLASS_EQ && fid->ops == &eq_fi_ops ?
 		       (struct lnx_eq *)(void *)fid :
 		       NULL;
+}
+
+/* lnx_eq_ready reports whether an event (or error entry) is queued: what
+ * a wait set holding the EQ checks. */
+int lnx_eq_ready(void *eq)
+{
+	struct lnx_eq *q = eq;
+	pthread_mutex_lock(&q->lock);
+	int r = q->head != NULL;
+	pthread_mutex_unlock(&q->lock);
+	return r;
+}
+
+/* lnx_eq_trywait is fi_trywait on an EQ: -FI_EAGAIN while an event is
+ * queued, else 0 (an fd needs no arming: it follows the queue). */
+int lnx_eq_trywait(struct lnx_eq *q)
+{
+	if (q->wait_obj == FI_WAIT_SET)
+		return lnx_go_trywait(lnx_wait_handle(q->wait_set));
+	if (q->wait_obj != FI_WAIT_FD && q->wait_obj != FI_WAIT_POLLFD)
+		return -FI_EINVAL; /* nothing to wait on */
+	return lnx_eq_ready(q) ? -FI_EAGAIN : 0;
 }
 
 void lnx_eq_ref(struct lnx_eq *q, int d)
@@ -258,13 +286,13 @@ static int eq_control(struct fid *fid, int command, void *arg)
 	struct lnx_eq *q = (struct lnx_eq *)(void *)fid;
 	switch (command) {
 	case FI_GETWAIT:
+		if (q->wait_obj == FI_WAIT_FD || q->wait_obj == FI_WAIT_POLLFD)
+			return lnx_wait_getwait(q->wait_obj, q->fd, command, arg);
 		if (!arg)
 			return -FI_EINVAL;
-		if (q->wait_obj == FI_WAIT_FD) {
-			*(int *)arg = q->fd;
-			return 0;
-		}
-		return -FI_ENODATA; /* FI_WAIT_NONE and FI_WAIT_YIELD have no object */
+		/* FI_WAIT_NONE and FI_WAIT_YIELD have no object; FI_WAIT_SET's
+		 * is the set's (fi_control on the set) */
+		return -FI_ENODATA;
 	case FI_GETWAITOBJ:
 		if (!arg)
 			return -FI_EINVAL;
@@ -283,6 +311,16 @@ static int eq_close(struct fid *fid)
 		pthread_mutex_unlock(&q->lock);
 		return -FI_EBUSY;
 	}
+	pthread_mutex_unlock(&q->lock);
+	/* Leave the set without the lock: a wait on the set may be asking
+	 * lnx_eq_ready, and leaving waits for it. */
+	if (q->member) {
+		int ret = lnx_go_close(q->member);
+		if (ret)
+			return ret;
+		q->member = 0;
+	}
+	pthread_mutex_lock(&q->lock);
 	struct lnx_eq_event *ev = q->head;
 	while (ev) {
 		struct lnx_eq_event *next = ev->next;
@@ -340,9 +378,17 @@ int lnx_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_e
 		break;
 	case FI_WAIT_NONE:
 	case FI_WAIT_FD:
+	case FI_WAIT_POLLFD:
 	case FI_WAIT_YIELD:
 		break;
-	default: /* FI_WAIT_SET (no wait sets here), FI_WAIT_MUTEX_COND, FI_WAIT_POLLFD */
+	case FI_WAIT_SET:
+		if (!lnx_wait_handle(attr->wait_set)) {
+			lnx_log(FI_LOG_WARN, FI_LOG_EQ,
+				"fi_eq_open: FI_WAIT_SET without an lnx wait set");
+			return -FI_EINVAL;
+		}
+		break;
+	default: /* FI_WAIT_MUTEX_COND: no core offers it (docs/lnx.7.md) */
 		lnx_log(FI_LOG_WARN, FI_LOG_EQ, "fi_eq_open: wait object not supported");
 		return -FI_ENOSYS;
 	}
@@ -352,7 +398,7 @@ int lnx_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_e
 	if (!q)
 		return -FI_ENOMEM;
 	q->fd = -1;
-	if (wo == FI_WAIT_FD) {
+	if (wo == FI_WAIT_FD || wo == FI_WAIT_POLLFD) {
 		q->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		if (q->fd < 0) {
 			free(q);
@@ -367,6 +413,16 @@ int lnx_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_e
 	pthread_mutex_init(&q->lock, NULL);
 	q->wait_obj = wo;
 	q->size = attr && attr->size ? attr->size : LNX_EQ_DEFAULT_SIZE;
+	if (wo == FI_WAIT_SET) {
+		int ret = lnx_go_wait_join(lnx_wait_handle(attr->wait_set), q, &q->member);
+		if (ret) {
+			pthread_cond_destroy(&q->cond);
+			pthread_mutex_destroy(&q->lock);
+			free(q);
+			return ret;
+		}
+		q->wait_set = attr->wait_set;
+	}
 	q->eq.fid.fclass = FI_CLASS_EQ;
 	q->eq.fid.context = context;
 	q->eq.fid.ops = &eq_fi_ops;

@@ -135,6 +135,42 @@ func lnx_go_av_insert(ah C.lnx_handle, addr unsafe.Pointer, count C.size_t, out 
 	return C.int(av.Insert(blob, n, o))
 }
 
+// lnx_go_av_insertsym is fi_av_insertsym (fi_av_insertsvc: counts of 1):
+// out, when not NULL, has room for nodecnt x svccnt fi_addrs.
+//
+//export lnx_go_av_insertsym
+func lnx_go_av_insertsym(ah C.lnx_handle, node *C.char, nodecnt C.size_t, service *C.char, svccnt C.size_t,
+	out *C.fi_addr_t, flags C.uint64_t) (ret C.int) {
+	defer recoverTo(&ret, "fi_av_insertsym")
+	av, err := object[*lnx.AV](ah)
+	if err != nil {
+		return code("fi_av_insertsym", err)
+	}
+	if flags != 0 {
+		return code("fi_av_insertsym", fi.Wrap(fi.EBADFLAGS, "fi_av_insertsym flags %#x not supported", flags))
+	}
+	const most = 1 << 20
+	if nodecnt == 0 || svccnt == 0 || nodecnt > most || svccnt > most || nodecnt*svccnt > most {
+		return code("fi_av_insertsym", fi.Wrap(fi.EINVAL, "%d nodes x %d services", nodecnt, svccnt))
+	}
+	var nd, sv string
+	if node != nil {
+		nd = C.GoString(node)
+	}
+	if service != nil {
+		sv = C.GoString(service)
+	}
+	var o []uint64
+	if out != nil {
+		o = unsafe.Slice((*uint64)(unsafe.Pointer(out)), int(nodecnt*svccnt))
+	}
+	n, err := av.InsertSym(nd, int(nodecnt), sv, int(svccnt), o)
+	if err != nil {
+		return code("fi_av_insertsym", err)
+	}
+	return C.int(n)
+}
+
 //export lnx_go_av_remove
 func lnx_go_av_remove(ah C.lnx_handle, addrs *C.fi_addr_t, count C.size_t, flags C.uint64_t) (ret C.int) {
 	defer recoverTo(&ret, "fi_av_remove")

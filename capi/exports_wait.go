@@ -38,6 +38,25 @@ func lnx_go_wait_open(waitObj C.enum_fi_wait_obj, h *C.lnx_handle) (ret C.int) {
 	return register(s, h)
 }
 
+// setMember is an EQ's place in a wait set; closing it leaves the set.
+type setMember struct{ leave func() }
+
+func (m *setMember) Close() error { m.leave(); return nil }
+
+// lnx_go_wait_join adds the EQ eq (C memory, a struct lnx_eq) to the wait
+// set wh; *h gets the handle whose close takes it out again.
+//
+//export lnx_go_wait_join
+func lnx_go_wait_join(wh C.lnx_handle, eq unsafe.Pointer, h *C.lnx_handle) (ret C.int) {
+	defer recoverTo(&ret, "fi_eq_open")
+	s, err := object[*lnx.WaitSet](wh)
+	if err != nil {
+		return code("fi_eq_open", err)
+	}
+	leave := s.Join(func() bool { return C.lnx_eq_ready(eq) != 0 })
+	return register(&setMember{leave}, h)
+}
+
 //export lnx_go_wait_wait
 func lnx_go_wait_wait(h C.lnx_handle, timeout C.int) (ret C.int) {
 	defer recoverTo(&ret, "fi_wait")
@@ -65,22 +84,21 @@ func lnx_go_wait_fd(h C.lnx_handle) (ret C.int) {
 	return -C.FI_EINVAL
 }
 
-// lnx_go_wait_inset reports whether a CQ or counter waits through a set.
+// lnx_go_wait_kind returns the wait object (enum fi_wait_obj) of a CQ,
+// counter or wait set, or an error code below 0.
 //
-//export lnx_go_wait_inset
-func lnx_go_wait_inset(h C.lnx_handle) (ret C.int) {
+//export lnx_go_wait_kind
+func lnx_go_wait_kind(h C.lnx_handle) (ret C.int) {
 	defer recoverTo(&ret, "fi_control(FI_GETWAITOBJ)")
 	switch o := handles.get(uintptr(h)).(type) {
 	case *lnx.CQ:
-		if o.Attr.WaitSet != nil {
-			return 1
-		}
+		return C.int(o.WaitKind())
 	case *lnx.Cntr:
-		if o.InSet() {
-			return 1
-		}
+		return C.int(o.WaitKind())
+	case *lnx.WaitSet:
+		return C.int(o.WaitKind())
 	}
-	return 0
+	return -C.FI_EINVAL
 }
 
 //export lnx_go_trywait

@@ -4,11 +4,18 @@
  * wait object controls of CQs and counters. Trampolines, as in ep.c:
  * the objects are Go's (lnx/wait.go); C keeps handles.
  */
+#include <poll.h>
 #include <stdlib.h>
 #include "lnx_wait.h"
 #include "_cgo_export.h"
 
-static int lnx_wait_getwait(int fd, int command, void *arg)
+/*
+ * lnx_wait_getwait answers FI_GETWAIT and FI_GETWAITOBJ for an object of
+ * wait object kind with fd (-1: none): an int for FI_WAIT_FD, a struct
+ * fi_wait_pollfd holding that one fd for FI_WAIT_POLLFD (change_index
+ * stays 1: the fd is the object's for its life).
+ */
+int lnx_wait_getwait(int kind, int fd, int command, void *arg)
 {
 	if (!arg)
 		return -FI_EINVAL;
@@ -16,10 +23,22 @@ static int lnx_wait_getwait(int fd, int command, void *arg)
 	case FI_GETWAIT:
 		if (fd < 0)
 			return -FI_ENODATA;
+		if (kind == FI_WAIT_POLLFD) {
+			struct fi_wait_pollfd *p = arg;
+			size_t room = p->nfds;
+			p->change_index = 1;
+			p->nfds = 1;
+			if (room < 1)
+				return -FI_ETOOSMALL;
+			if (!p->fd)
+				return -FI_EINVAL;
+			p->fd[0] = (struct pollfd){ .fd = fd, .events = POLLIN };
+			return 0;
+		}
 		*(int *)arg = fd;
 		return 0;
 	case FI_GETWAITOBJ:
-		*(enum fi_wait_obj *)arg = fd < 0 ? FI_WAIT_NONE : FI_WAIT_FD;
+		*(enum fi_wait_obj *)arg = kind;
 		return 0;
 	default:
 		return -FI_ENOSYS;
@@ -30,16 +49,13 @@ int lnx_wait_control(lnx_handle h, int command, void *arg)
 {
 	if (command != FI_GETWAIT && command != FI_GETWAITOBJ)
 		return -FI_ENOSYS;
+	int kind = lnx_go_wait_kind(h);
+	if (kind < 0)
+		return kind; /* an error code */
 	int fd = lnx_go_wait_fd(h);
 	if (fd < -1)
-		return fd; /* an error code */
-	if (command == FI_GETWAITOBJ && fd < 0 && lnx_go_wait_inset(h)) {
-		if (!arg)
-			return -FI_EINVAL;
-		*(enum fi_wait_obj *)arg = FI_WAIT_SET;
-		return 0;
-	}
-	return lnx_wait_getwait(fd, command, arg);
+		return fd;
+	return lnx_wait_getwait(kind, fd, command, arg);
 }
 
 /* ---- wait sets ----------------------------------------------------------- */
@@ -55,7 +71,9 @@ static int wait_close(struct fid *fid)
 static int wait_control(struct fid *fid, int command, void *arg)
 {
 	struct lnx_wait *w = (struct lnx_wait *)(void *)fid;
-	return lnx_wait_getwait(lnx_go_wait_fd(w->h), command, arg);
+	if (command != FI_GETWAIT && command != FI_GETWAITOBJ)
+		return -FI_ENOSYS;
+	return lnx_wait_control(w->h, command, arg);
 }
 static int wait_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
@@ -122,6 +140,13 @@ int lnx_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 	if (count < 0 || (count && !fids))
 		return -FI_EINVAL;
 	for (int i = 0; i < count; i++) {
+		struct lnx_eq *q = lnx_eq_of(fids[i]);
+		if (q) {
+			int ret = lnx_eq_trywait(q);
+			if (ret)
+				return ret;
+			continue;
+		}
 		int kind;
 		lnx_handle h = lnx_handle_of(fids[i], &kind);
 		if (!h && fids[i] && fids[i]->fclass == FI_CLASS_WAIT)

@@ -20,6 +20,7 @@ type Cntr struct {
 	// either changed since.
 	wfd      *waitFD
 	set      *WaitSet
+	yield    bool // FI_WAIT_YIELD: no object, reported as such
 	seen     atomic.Uint64
 	seenErrs atomic.Uint64
 	pollRefs atomic.Int32
@@ -31,8 +32,11 @@ func (d *Domain) OpenCntr(waitObj int, set *WaitSet) (*Cntr, error) {
 	c := &Cntr{Domain: d}
 	switch waitObj {
 	case WaitNone:
-	case WaitUnspec, WaitFD:
-		w, err := newWaitFD()
+	case WaitYield:
+		// No object; fi_cntr_wait polls as it always does.
+		c.yield = true
+	case WaitUnspec, WaitFD, WaitPollFD:
+		w, err := newWaitObj(waitObj)
 		if err != nil {
 			return nil, err
 		}
@@ -177,6 +181,17 @@ func (c *Cntr) Close() error {
 	}
 	c.Domain.put()
 	return nil
+}
+
+// WaitKind is the counter's wait object (FI_GETWAITOBJ).
+func (c *Cntr) WaitKind() int {
+	if c.set != nil {
+		return WaitSet_
+	}
+	if c.yield {
+		return WaitYield
+	}
+	return c.wfd.kind()
 }
 
 // InSet reports whether the counter waits through a wait set.

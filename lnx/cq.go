@@ -77,10 +77,11 @@ func (d *Domain) OpenCQ(attr CQAttr) (*CQ, error) {
 	}
 	var wfd *waitFD
 	switch attr.WaitObj {
-	case WaitNone:
-	case WaitUnspec, WaitFD:
+	case WaitNone, WaitYield:
+		// FI_WAIT_YIELD: no object; fi_cq_sread polls as it always does.
+	case WaitUnspec, WaitFD, WaitPollFD:
 		// FI_WAIT_UNSPEC is an fd too: FI_GETWAIT then has one to give.
-		w, err := newWaitFD()
+		w, err := newWaitObj(attr.WaitObj)
 		if err != nil {
 			return nil, err
 		}
@@ -134,6 +135,18 @@ func (q *CQ) WaitFD() int {
 		return -1
 	}
 	return q.wfd.FD()
+}
+
+// WaitKind is the CQ's wait object (FI_GETWAITOBJ; FI_WAIT_UNSPEC is
+// FI_WAIT_FD).
+func (q *CQ) WaitKind() int {
+	if q.set != nil {
+		return WaitSet_
+	}
+	if q.Attr.WaitObj == WaitYield {
+		return WaitYield
+	}
+	return q.wfd.kind()
 }
 
 // TryWait is fi_trywait on the CQ: EAGAIN when completions are ready,

@@ -60,11 +60,18 @@ const mrModeOffered = fi.MR_HMEM | fi.MR_PROV_KEY | fi.MR_VIRT_ADDR | fi.MR_ALLO
 // Limits of the built-in shm core.
 var shmLimits = coreLimits{
 	inject: 4096, maxMsg: 1 << 62, txSize: 1024, rxSize: 1024, iov: 8,
-	cqData: 8, msgOrder: fi.ORDER_SAS, mrKeySize: 8, mrIov: 8,
+	cqData: 8, msgOrder: fi.ORDER_SAS, mrKeySize: 8, mrIov: 8, epCnt: maxEndpoints,
 }
+
+// maxEndpoints is the ep_cnt lnx reports at most (and tx_ctx_cnt and
+// rx_ctx_cnt, one of each per endpoint); a network core that supports
+// fewer endpoints per domain lowers it, since each lnx endpoint opens one
+// of the core's.
+const maxEndpoints = 1024
 
 type coreLimits struct {
 	inject, maxMsg, txSize, rxSize, iov, cqData, msgOrder, mrKeySize, mrIov uint64
+	epCnt                                                                   uint64
 }
 
 func (l *coreLimits) meet(o coreLimits) {
@@ -76,6 +83,7 @@ func (l *coreLimits) meet(o coreLimits) {
 	l.cqData = min(l.cqData, o.cqData)
 	l.msgOrder &= o.msgOrder
 	l.mrKeySize = min(l.mrKeySize, o.mrKeySize)
+	l.epCnt = min(l.epCnt, o.epCnt)
 	// Not mrIov: lnx registers one host range per MR with each core
 	// (mr.go), so a core's own mr_iov_limit does not bound lnx's.
 }
@@ -85,7 +93,16 @@ func limitsOf(in *fi.Info) coreLimits {
 		inject: in.Tx.InjectSize, maxMsg: in.EP.MaxMsgSize, txSize: in.Tx.Size, rxSize: in.Rx.Size,
 		iov: min(in.Tx.IovLimit, in.Rx.IovLimit), cqData: in.Domain.CQDataSize,
 		msgOrder: in.Tx.MsgOrder & in.Rx.MsgOrder, mrKeySize: in.Domain.MRKeySize, mrIov: in.Domain.MRIovLimit,
+		epCnt: epCntOf(in),
 	}
+}
+
+// epCntOf is a core's ep_cnt, 0 (not stated) read as no bound.
+func epCntOf(in *fi.Info) uint64 {
+	if in.Domain.EPCnt == 0 {
+		return ^uint64(0)
+	}
+	return in.Domain.EPCnt
 }
 
 // Link is one usable group of cores: what getinfo reports and fi_domain
@@ -186,7 +203,8 @@ func resolve(version uint32, g links.Group, cfg *config.Config) (*Link, error) {
 		}
 	}
 	l := &Link{Group: g, lim: coreLimits{inject: ^uint64(0), maxMsg: ^uint64(0), txSize: ^uint64(0),
-		rxSize: ^uint64(0), iov: ^uint64(0), cqData: ^uint64(0), msgOrder: ^uint64(0), mrKeySize: ^uint64(0), mrIov: ^uint64(0)}}
+		rxSize: ^uint64(0), iov: ^uint64(0), cqData: ^uint64(0), msgOrder: ^uint64(0), mrKeySize: ^uint64(0), mrIov: ^uint64(0),
+		epCnt: maxEndpoints}}
 	if g.HasShm() {
 		l.lim.meet(shmLimits)
 	}
@@ -251,8 +269,8 @@ func (l *Link) Info(version uint32) fi.Info {
 			TxCtxCnt: 1, RxCtxCnt: 1},
 		Domain: fi.DomainAttr{Name: l.Name(), Threading: fi.THREAD_SAFE, ControlProgress: fi.PROGRESS_AUTO,
 			DataProg: fi.PROGRESS_MANUAL, ResourceMgmt: fi.RM_ENABLED, AVType: fi.AV_UNSPEC,
-			MRKeySize: l.lim.mrKeySize, CQDataSize: l.lim.cqData, CQCnt: 1024, EPCnt: 1024,
-			TxCtxCnt: 1024, RxCtxCnt: 1024, MaxEPTxCtx: 1, MaxEPRxCtx: 1, MRIovLimit: MaxIov,
+			MRKeySize: l.lim.mrKeySize, CQDataSize: l.lim.cqData, CQCnt: 1024, EPCnt: l.lim.epCnt,
+			TxCtxCnt: l.lim.epCnt, RxCtxCnt: l.lim.epCnt, MaxEPTxCtx: 1, MaxEPRxCtx: 1, MRIovLimit: MaxIov,
 			CntrCnt: 1024,
 			Caps:    fi.LOCAL_COMM | fi.REMOTE_COMM, MRCnt: 1 << 16},
 		Fabric: fi.FabricAttr{Name: FabricName, APIVersion: version},

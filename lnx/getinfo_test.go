@@ -226,3 +226,18 @@ func TestGetInfoUnifiedProgress(t *testing.T) {
 		t.Errorf("FI_PROGRESS_AUTO data progress accepted")
 	}
 }
+
+// ep_cnt (and the domain's tx_ctx_cnt and rx_ctx_cnt, one context of
+// each per endpoint) is lnx's own bound, lowered by a network core that
+// supports fewer endpoints: each lnx endpoint opens one of the core's.
+func TestEPCntFollowsCores(t *testing.T) {
+	for _, c := range []struct{ core, want uint64 }{{0, maxEndpoints}, {1 << 15, maxEndpoints}, {16, 16}} {
+		l := &Link{lim: shmLimits}
+		l.lim.meet(limitsOf(&fi.Info{Domain: fi.DomainAttr{EPCnt: c.core}}))
+		d := l.Info(v117).Domain
+		if d.EPCnt != c.want || d.TxCtxCnt != c.want || d.RxCtxCnt != c.want {
+			t.Errorf("core ep_cnt %d: ep_cnt %d tx_ctx_cnt %d rx_ctx_cnt %d, want %d", c.core, d.EPCnt,
+				d.TxCtxCnt, d.RxCtxCnt, c.want)
+		}
+	}
+}

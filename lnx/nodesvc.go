@@ -3,10 +3,15 @@
 package lnx
 
 import (
+	"fmt"
 	"net"
+	"net/netip"
+	"strconv"
+	"strings"
 
 	"github.com/lnx-go/lnx-go/lnx/config"
 	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/lnx/logging"
 	"github.com/lnx-go/lnx-go/peers/ofi"
 )
 
@@ -108,6 +113,111 @@ func (d *Domain) srcNames(info fi.Info) ([][]byte, error) {
 			return nil, fi.Wrap(fi.EINVAL, "fi_endpoint: src_addr: %v", err)
 		}
 		out = append(out, name)
+	}
+	return out, nil
+}
+
+// maxSymAddrs bounds one fi_av_insertsym (nodecnt x svccnt addresses).
+const maxSymAddrs = 1 << 20
+
+// InsertSym is fi_av_insertsym, and with counts of 1 fi_av_insertsvc: it
+// inserts, for nodecnt nodes from node on and svccnt services from
+// service on (all services of a node before the next node, as fi_av(3)
+// orders them), the address fi_getinfo gives for that node and service
+// without FI_SOURCE (see nodeService): the endpoint bound there, reached
+// over the link's first network core. Nodes count up as IPv4 or IPv6
+// addresses, or as the numeric suffix of a host name (its width kept:
+// node009, node010); services as port numbers. A name that does not
+// resolve gets FI_ADDR_NOTAVAIL in out, as a bad address does in Insert;
+// the return is the number inserted.
+func (av *AV) InsertSym(node string, nodecnt int, service string, svccnt int, out []uint64) (int, error) {
+	if nodecnt < 1 || svccnt < 1 || nodecnt > maxSymAddrs/svccnt {
+		return 0, fi.Wrap(fi.EINVAL, "fi_av_insertsym: %d nodes x %d services", nodecnt, svccnt)
+	}
+	if service == "" {
+		return 0, fi.Wrap(fi.EINVAL, "fi_av_insertsvc: a service is required (lnx takes no FI_ADDR_STR nodes)")
+	}
+	if len(av.Domain.Link.Cores) == 0 {
+		return 0, fi.Wrap(fi.ENODATA, "fi_av_insertsvc: the link has no network core to reach %s:%s", node, service)
+	}
+	nodes, err := symNodes(node, nodecnt)
+	if err != nil {
+		return 0, err
+	}
+	svcs, err := symServices(service, svccnt)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	i := 0
+	for _, nd := range nodes {
+		for _, sv := range svcs {
+			var in fi.Info
+			err := av.Domain.Link.nodeService(&in, &NodeService{Node: nd, Service: sv}, av.Domain.cfg)
+			if err == nil {
+				var one [1]uint64
+				if av.Insert(in.DestAddr, 1, one[:]) == 1 {
+					n++
+				}
+				if out != nil {
+					out[i] = one[0]
+				}
+			} else {
+				logging.Warnf(logging.AV, "fi_av_insertsvc: %s:%s: %v", nd, sv, err)
+				if out != nil {
+					out[i] = fi.ADDR_NOTAVAIL
+				}
+			}
+			i++
+		}
+	}
+	return n, nil
+}
+
+// symNodes lists count nodes from node on (see InsertSym).
+func symNodes(node string, count int) ([]string, error) {
+	if count == 1 {
+		return []string{node}, nil
+	}
+	if ip, err := netip.ParseAddr(node); err == nil {
+		out := make([]string, 0, count)
+		for i := 0; i < count; i++ {
+			if !ip.IsValid() {
+				return nil, fi.Wrap(fi.EINVAL, "fi_av_insertsym: %d addresses from %s overflow", count, node)
+			}
+			out = append(out, ip.String())
+			ip = ip.Next()
+		}
+		return out, nil
+	}
+	base := strings.TrimRight(node, "0123456789")
+	digits := node[len(base):]
+	if digits == "" {
+		return nil, fi.Wrap(fi.EINVAL, "fi_av_insertsym: node %q has no numeric suffix to count %d nodes from", node, count)
+	}
+	first, err := strconv.ParseUint(digits, 10, 63)
+	if err != nil {
+		return nil, fi.Wrap(fi.EINVAL, "fi_av_insertsym: node %q: %v", node, err)
+	}
+	out := make([]string, 0, count)
+	for i := 0; i < count; i++ {
+		out = append(out, fmt.Sprintf("%s%0*d", base, len(digits), first+uint64(i)))
+	}
+	return out, nil
+}
+
+// symServices lists count services (ports) from service on.
+func symServices(service string, count int) ([]string, error) {
+	if count == 1 {
+		return []string{service}, nil
+	}
+	first, err := strconv.ParseUint(service, 10, 16)
+	if err != nil || first+uint64(count)-1 > 65535 {
+		return nil, fi.Wrap(fi.EINVAL, "fi_av_insertsym: %d ports from %q", count, service)
+	}
+	out := make([]string, 0, count)
+	for i := 0; i < count; i++ {
+		out = append(out, strconv.FormatUint(first+uint64(i), 10))
 	}
 	return out, nil
 }

@@ -41,6 +41,8 @@ const (
 	WaitUnspec = 1
 	WaitSet_   = 2
 	WaitFD     = 3
+	WaitYield  = 5
+	WaitPollFD = 6
 )
 
 // backoff paces a polling wait.
@@ -72,6 +74,7 @@ type waitable interface {
 // when its owner is ready, once an fi_trywait found it was not.
 type waitFD struct {
 	fd      int
+	poll    bool // FI_WAIT_POLLFD: handed out as a struct fi_wait_pollfd
 	mu      sync.Mutex
 	running bool // a watcher goroutine runs
 	again   bool // fi_trywait drained the fd while the watcher ran
@@ -89,6 +92,27 @@ func newWaitFD() (*waitFD, error) {
 
 // FD returns the file descriptor FI_GETWAIT hands out.
 func (w *waitFD) FD() int { return w.fd }
+
+// kind is the wait object w is (FI_WAIT_NONE for none).
+func (w *waitFD) kind() int {
+	switch {
+	case w == nil:
+		return WaitNone
+	case w.poll:
+		return WaitPollFD
+	}
+	return WaitFD
+}
+
+// newWaitObj makes the fd of wait object waitObj (FI_WAIT_UNSPEC,
+// FI_WAIT_FD or FI_WAIT_POLLFD: one fd either way).
+func newWaitObj(waitObj int) (*waitFD, error) {
+	w, err := newWaitFD()
+	if err == nil {
+		w.poll = waitObj == WaitPollFD
+	}
+	return w, err
+}
 
 func (w *waitFD) signal() {
 	var one = [8]byte{1}
@@ -171,15 +195,15 @@ type WaitSet struct {
 	wfd     *waitFD
 }
 
-// OpenWaitSet opens a wait set of kind waitObj (FI_WAIT_FD or
-// FI_WAIT_UNSPEC, which is an fd too).
+// OpenWaitSet opens a wait set of kind waitObj (FI_WAIT_FD, or
+// FI_WAIT_UNSPEC, which is an fd too, or FI_WAIT_POLLFD, that fd alone).
 func OpenWaitSet(waitObj int) (*WaitSet, error) {
 	switch waitObj {
-	case WaitFD, WaitUnspec:
+	case WaitFD, WaitUnspec, WaitPollFD:
 	default:
 		return nil, fi.Wrap(fi.ENOSYS, "wait set object %d not supported", waitObj)
 	}
-	w, err := newWaitFD()
+	w, err := newWaitObj(waitObj)
 	if err != nil {
 		return nil, err
 	}
@@ -190,6 +214,20 @@ func (s *WaitSet) add(m waitable) {
 	s.mu.Lock()
 	s.members = append(s.members, m)
 	s.mu.Unlock()
+}
+
+// funcMember is a wait set member lnx does not own (an EQ, which lives
+// in C): f reports whether it holds something to read.
+type funcMember struct{ f func() bool }
+
+func (m *funcMember) ready() bool { return m.f() }
+
+// Join adds a member whose readiness f reports (f must not block); the
+// returned func takes it out again, once no check of the set is calling f.
+func (s *WaitSet) Join(f func() bool) (leave func()) {
+	m := &funcMember{f}
+	s.add(m)
+	return func() { s.remove(m) }
 }
 
 func (s *WaitSet) remove(m waitable) {
@@ -217,6 +255,9 @@ func (s *WaitSet) ready() bool {
 
 // FD returns the set's fd (FI_GETWAIT).
 func (s *WaitSet) FD() int { return s.wfd.FD() }
+
+// WaitKind is the set's wait object (FI_GETWAITOBJ).
+func (s *WaitSet) WaitKind() int { return s.wfd.kind() }
 
 // TryWait is fi_trywait on the set.
 func (s *WaitSet) TryWait() error { return trywait(s, s.wfd) }

@@ -27,9 +27,13 @@ struct lnx_fabric {
 	struct fid_fabric fab;
 	lnx_handle h;
 };
+/* eq: the EQ bound with fi_domain_bind; reg_mr: FI_REG_MR was given (MR
+ * registrations then complete through it). */
 struct lnx_domain {
 	struct fid_domain dom;
 	lnx_handle h;
+	struct lnx_eq *eq;
+	int reg_mr;
 };
 struct lnx_fast;
 struct lnx_ep {
@@ -242,6 +246,10 @@ int lnx_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_e
 		void *context);
 struct lnx_eq *lnx_eq_of(struct fid *fid);
 void lnx_eq_ref(struct lnx_eq *q, int d);
+/* 1 while an event is queued on eq (a struct lnx_eq). */
+int lnx_eq_ready(void *eq);
+/* fi_trywait on an EQ. */
+int lnx_eq_trywait(struct lnx_eq *q);
 int lnx_eq_post(struct lnx_eq *q, uint32_t event, const void *buf, size_t len, int err,
 		struct fid *fid, void *context, uint64_t data);
 struct lnx_cq *lnx_alloc_cq(void);

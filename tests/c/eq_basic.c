@@ -5,7 +5,19 @@
  * with; the EQ does not depend on them, the AV inserts do).
  *
  *  - fi_eq_open with FI_WAIT_NONE, FI_WAIT_UNSPEC (-> FI_WAIT_FD) and
- *    FI_WAIT_FD; FI_WAIT_SET -> -FI_ENOSYS (no wait sets)
+ *    FI_WAIT_FD; FI_WAIT_MUTEX_COND -> -FI_ENOSYS (no core offers it)
+ *  - FI_WAIT_POLLFD: FI_GETWAIT fills a struct fi_wait_pollfd (nfds 0 ->
+ *    -FI_ETOOSMALL and the count needed; then one fd that poll(2) finds
+ *    readable once an event is queued)
+ *  - FI_WAIT_SET: an EQ in a set from fi_wait_open (wait_set NULL ->
+ *    -FI_EINVAL); GETWAITOBJ says FI_WAIT_SET; the set cannot close while
+ *    the EQ is in it; fi_wait times out on an empty EQ, returns 0 once
+ *    another thread wrote an event, which fi_eq_read then returns;
+ *    fi_trywait on the set or the EQ -> -FI_EAGAIN while it is queued;
+ *    after fi_trywait found nothing, the set's fd becomes readable when
+ *    an event is written; fi_eq_sread works too
+ *  - fi_trywait on an FI_WAIT_FD EQ: -FI_EAGAIN with an event queued,
+ *    0 without
  *  - fi_eq_read on an empty EQ -> -FI_EAGAIN; fi_eq_write then fi_eq_read
  *    returns the event kind and the bytes written (fid, context, data);
  *    FI_PEEK leaves the event queued; a short buffer -> -FI_ETOOSMALL
@@ -21,8 +33,16 @@
  *    FI_EINVAL, the insert's context) and then FI_AV_COMPLETE (fid = the
  *    AV, context, data = number inserted); the good address works
  *  - fi_ep_bind of an EQ to an RDM endpoint is accepted
+ *  - fi_domain_bind of an EQ: flags 0 accepted (no events); FI_REG_MR on a
+ *    second domain: fi_mr_reg returns the MR and the EQ gets
+ *    FI_MR_COMPLETE (fid = the MR, the registration's context); other
+ *    flags -FI_EBADFLAGS, a second EQ -FI_EALREADY; the EQ cannot close
+ *    before the domain
+ *  - FI_WAIT_YIELD: no fd (FI_GETWAIT -> -FI_ENODATA), GETWAITOBJ says
+ *    FI_WAIT_YIELD, fi_eq_sread times out (-FI_EAGAIN) and reads an event
  *  - closing an EQ still bound to an AV -> -FI_EBUSY
  */
+#include <poll.h>
 #include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -148,6 +168,11 @@ static void test_wait_fd(struct fid_fabric *fab, enum fi_wait_obj asked)
 	EXPECT(event == FI_NOTIFY && out.context == &attr && out.data == 7,
 	       "sread: event %u data %llu", event, (unsigned long long)out.data);
 	EXPECT(ready_fd(fd) == 0, "fd still readable after the only event was read");
+	struct fid *fids[1] = { &eq->fid };
+	CHECK(fi_trywait(fab, fids, 1));
+	CHECK_RC(fi_eq_write(eq, FI_NOTIFY, &in, sizeof(in), 0), sizeof(in));
+	CHECK_RC(fi_trywait(fab, fids, 1), -FI_EAGAIN);
+	CHECK_RC(fi_eq_read(eq, &event, &out, sizeof(out), 0), sizeof(out));
 
 	/* A blocked sread wakes for a write from another thread. */
 	struct writer w = { .eq = eq, .e = { .fid = &eq->fid, .context = &w, .data = 99 } };
@@ -160,6 +185,160 @@ static void test_wait_fd(struct fid_fabric *fab, enum fi_wait_obj asked)
 	       "woken sread: event %u data %llu", event, (unsigned long long)out.data);
 	CHECK(fi_close(&eq->fid));
 	note("wait object %d: ok", asked);
+}
+
+static void test_pollfd(struct fid_fabric *fab)
+{
+	struct fi_eq_attr attr = { .wait_obj = FI_WAIT_POLLFD };
+	struct fid_eq *eq;
+	struct fi_eq_entry in = { .fid = &fab->fid, .context = fab, .data = 5 }, out;
+	uint32_t event = 0;
+	struct pollfd pfd[2];
+
+	CHECK(fi_eq_open(fab, &attr, &eq, NULL));
+	enum fi_wait_obj wo = -1;
+	CHECK(fi_control(&eq->fid, FI_GETWAITOBJ, &wo));
+	EXPECT(wo == FI_WAIT_POLLFD, "wait obj %d", wo);
+	struct fi_wait_pollfd wp = { .nfds = 0, .fd = NULL };
+	CHECK_RC(fi_control(&eq->fid, FI_GETWAIT, &wp), -FI_ETOOSMALL);
+	EXPECT(wp.nfds == 1, "nfds needed %zu", wp.nfds);
+	wp.nfds = 2;
+	wp.fd = pfd;
+	memset(pfd, 0, sizeof(pfd));
+	CHECK(fi_control(&eq->fid, FI_GETWAIT, &wp));
+	EXPECT(wp.nfds == 1 && pfd[0].fd >= 0 && (pfd[0].events & POLLIN),
+	       "pollfd: nfds %zu fd %d events %#x", wp.nfds, pfd[0].fd, pfd[0].events);
+	EXPECT(poll(pfd, 1, 0) == 0, "pollfd readable on an empty EQ");
+	CHECK_RC(fi_eq_write(eq, FI_NOTIFY, &in, sizeof(in), 0), sizeof(in));
+	EXPECT(poll(pfd, 1, -1) == 1 && (pfd[0].revents & POLLIN),
+	       "pollfd not readable with an event queued");
+	CHECK_RC(fi_eq_read(eq, &event, &out, sizeof(out), 0), sizeof(out));
+	EXPECT(event == FI_NOTIFY && out.context == fab && out.data == 5, "event %u data %llu",
+	       event, (unsigned long long)out.data);
+	EXPECT(poll(pfd, 1, 0) == 0, "pollfd still readable after the only event was read");
+	CHECK(fi_close(&eq->fid));
+	note("FI_WAIT_POLLFD: ok");
+}
+
+static void test_wait_set(struct fid_fabric *fab)
+{
+	struct fi_wait_attr wattr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fid_wait *ws;
+	struct fid_eq *eq;
+	struct fi_eq_entry out;
+	uint32_t event = 0;
+	int fd = -1;
+
+	struct fi_eq_attr bad = { .wait_obj = FI_WAIT_SET, .wait_set = NULL };
+	CHECK_RC(fi_eq_open(fab, &bad, &eq, NULL), -FI_EINVAL);
+
+	CHECK(fi_wait_open(fab, &wattr, &ws));
+	struct fi_eq_attr attr = { .wait_obj = FI_WAIT_SET, .wait_set = ws };
+	CHECK(fi_eq_open(fab, &attr, &eq, NULL));
+	enum fi_wait_obj wo = -1;
+	CHECK(fi_control(&eq->fid, FI_GETWAITOBJ, &wo));
+	EXPECT(wo == FI_WAIT_SET, "EQ wait obj %d", wo);
+	CHECK_RC(fi_close(&ws->fid), -FI_EBUSY);
+
+	/* Empty: fi_wait times out. */
+	CHECK_RC(fi_wait(ws, 50), -FI_ETIMEDOUT);
+
+	/* A write from another thread wakes fi_wait; the event is there. */
+	struct writer w = { .eq = eq, .e = { .fid = &eq->fid, .context = &w, .data = 21 } };
+	pthread_t t;
+	EXPECT(pthread_create(&t, NULL, write_later, &w) == 0, "pthread_create");
+	CHECK(fi_wait(ws, -1));
+	pthread_join(t, NULL);
+	struct fid *set_fid[1] = { &ws->fid }, *eq_fid[1] = { &eq->fid };
+	CHECK_RC(fi_trywait(fab, set_fid, 1), -FI_EAGAIN);
+	CHECK_RC(fi_trywait(fab, eq_fid, 1), -FI_EAGAIN);
+	memset(&out, 0, sizeof(out));
+	CHECK_RC(fi_eq_read(eq, &event, &out, sizeof(out), 0), sizeof(out));
+	EXPECT(event == FI_NOTIFY && out.fid == &eq->fid && out.context == &w && out.data == 21,
+	       "event %u data %llu", event, (unsigned long long)out.data);
+	CHECK_RC(fi_eq_read(eq, &event, &out, sizeof(out), 0), -FI_EAGAIN);
+
+	/* The set's fd: armed by fi_trywait, readable once an event comes. */
+	CHECK(fi_control(&ws->fid, FI_GETWAIT, &fd));
+	EXPECT(fd >= 0, "set fd %d", fd);
+	CHECK(fi_trywait(fab, set_fid, 1));
+	EXPECT(pthread_create(&t, NULL, write_later, &w) == 0, "pthread_create");
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	EXPECT(poll(&p, 1, -1) == 1 && (p.revents & POLLIN),
+	       "set fd not readable after an EQ event");
+	pthread_join(t, NULL);
+	CHECK_RC(fi_eq_sread(eq, &event, &out, sizeof(out), -1, 0), sizeof(out));
+	EXPECT(event == FI_NOTIFY && out.data == 21, "sread: event %u data %llu", event,
+	       (unsigned long long)out.data);
+
+	CHECK(fi_close(&eq->fid));
+	CHECK(fi_close(&ws->fid));
+	note("FI_WAIT_SET: ok");
+}
+
+static void test_yield(struct fid_fabric *fab)
+{
+	struct fi_eq_attr attr = { .wait_obj = FI_WAIT_YIELD };
+	struct fid_eq *eq;
+	struct fi_eq_entry in = { .fid = &fab->fid, .context = fab, .data = 3 }, out;
+	uint32_t event = 0;
+	int fd;
+
+	CHECK(fi_eq_open(fab, &attr, &eq, NULL));
+	enum fi_wait_obj wo = -1;
+	CHECK(fi_control(&eq->fid, FI_GETWAITOBJ, &wo));
+	EXPECT(wo == FI_WAIT_YIELD, "wait obj %d", wo);
+	CHECK_RC(fi_control(&eq->fid, FI_GETWAIT, &fd), -FI_ENODATA);
+	CHECK_RC(fi_eq_sread(eq, &event, &out, sizeof(out), 20, 0), -FI_EAGAIN);
+	CHECK_RC(fi_eq_write(eq, FI_NOTIFY, &in, sizeof(in), 0), sizeof(in));
+	CHECK_RC(fi_eq_sread(eq, &event, &out, sizeof(out), -1, 0), sizeof(out));
+	EXPECT(event == FI_NOTIFY && out.context == fab && out.data == 3, "event %u data %llu",
+	       event, (unsigned long long)out.data);
+	CHECK(fi_close(&eq->fid));
+	note("FI_WAIT_YIELD: ok");
+}
+
+static void test_domain_bind(struct lnx *l)
+{
+	struct fi_eq_attr eattr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fid_eq *eq, *eq2;
+	struct fid_domain *dom;
+	uint32_t event = 0;
+	struct fi_eq_entry e;
+
+	CHECK(fi_eq_open(l->fabric, &eattr, &eq, NULL));
+	CHECK(fi_eq_open(l->fabric, &eattr, &eq2, NULL));
+	/* Flags 0: accepted; nothing is reported. */
+	CHECK(fi_domain(l->fabric, l->info, &dom, NULL));
+	CHECK(fi_domain_bind(dom, &eq->fid, 0));
+	CHECK_RC(fi_domain_bind(dom, &eq2->fid, 0), -FI_EALREADY);
+	uint8_t buf[64];
+	struct fid_mr *mr;
+	CHECK(fi_mr_reg(dom, buf, sizeof(buf), FI_SEND, 0, 0, 0, &mr, NULL));
+	CHECK(fi_close(&mr->fid));
+	CHECK_RC(fi_eq_read(eq, &event, &e, sizeof(e), 0), -FI_EAGAIN);
+	CHECK_RC(fi_close(&eq->fid), -FI_EBUSY);
+	CHECK(fi_close(&dom->fid));
+	CHECK(fi_close(&eq->fid));
+
+	/* FI_REG_MR on a domain of its own. */
+	CHECK(fi_domain(l->fabric, l->info, &dom, NULL));
+	CHECK_RC(fi_domain_bind(dom, &eq2->fid, FI_SEND), -FI_EBADFLAGS);
+	CHECK(fi_domain_bind(dom, &eq2->fid, FI_REG_MR));
+	CHECK_RC(fi_close(&eq2->fid), -FI_EBUSY);
+	int ctx;
+	mr = NULL;
+	CHECK(fi_mr_reg(dom, buf, sizeof(buf), FI_SEND | FI_RECV, 0, 0, 0, &mr, &ctx));
+	EXPECT(mr != NULL, "no MR");
+	memset(&e, 0, sizeof(e));
+	CHECK_RC(fi_eq_sread(eq2, &event, &e, sizeof(e), -1, 0), sizeof(e));
+	EXPECT(event == FI_MR_COMPLETE && e.fid == &mr->fid && e.context == &ctx,
+	       "event %u fid %p (MR %p) context %p", event, (void *)e.fid, (void *)&mr->fid,
+	       e.context);
+	CHECK(fi_close(&mr->fid));
+	CHECK(fi_close(&dom->fid));
+	CHECK(fi_close(&eq2->fid));
+	note("domain bind: ok");
 }
 
 static void test_av_events(struct lnx *l)
@@ -227,10 +406,14 @@ int main(int argc, char **argv)
 	test_wait_none(l.fabric);
 	test_wait_fd(l.fabric, FI_WAIT_UNSPEC);
 	test_wait_fd(l.fabric, FI_WAIT_FD);
-	struct fi_eq_attr ws = { .wait_obj = FI_WAIT_SET };
+	test_pollfd(l.fabric);
+	test_wait_set(l.fabric);
+	struct fi_eq_attr mc = { .wait_obj = FI_WAIT_MUTEX_COND };
 	struct fid_eq *eq;
-	CHECK_RC(fi_eq_open(l.fabric, &ws, &eq, NULL), -FI_ENOSYS);
+	CHECK_RC(fi_eq_open(l.fabric, &mc, &eq, NULL), -FI_ENOSYS);
 	test_av_events(&l);
+	test_yield(l.fabric);
+	test_domain_bind(&l);
 
 	lnx_close(&l);
 	printf("eq_basic: ok\n");

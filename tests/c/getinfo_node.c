@@ -17,6 +17,13 @@
  *    message that the client receives with receives directed at the
  *    dest_addr's fi_addr. Every message's data, length, tag, flags and
  *    source are checked on both sides.
+ *  - argv[2] "svc": the client reaches the server through
+ *    fi_av_insertsvc("127.0.0.1", port) instead, whose fi_av_lookup is the
+ *    dest_addr fi_getinfo gives; fi_av_insertsym("127.0.0.1", 2 nodes,
+ *    port, 2 services) inserts 4 addresses, in fi_av(3)'s order, each the
+ *    dest_addr of fi_getinfo for that node and port; a NULL service, or
+ *    counting services from a name, is -FI_EINVAL; an AV bound to an EQ
+ *    completes fi_av_insertsvc with FI_AV_COMPLETE (data 1).
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -147,6 +154,19 @@ static void server(const char *port, int ready_fd, int done_fd)
 	uint8_t cname[ADDR_MAX];
 	int ctx_name, ctx_req, ctx_rep, ctx_unt;
 	POST(e.cq, fi_recv(e.ep, cname, sizeof(cname), NULL, FI_ADDR_UNSPEC, &ctx_name));
+	/* The client opens its endpoint only now: on a loaded machine that
+	 * takes longer than one wait_ok, so wait (the alarm bounds it). */
+	while (!nearly) {
+		struct fi_cq_tagged_entry c;
+		fi_addr_t from = FI_ADDR_NOTAVAIL;
+		struct fi_cq_err_entry err;
+		int r = wait_cq(e.cq, &c, &from, &err, WAIT_MS);
+		if (r == -FI_ETIMEDOUT || r == -FI_EAGAIN)
+			continue;
+		CHECK(r);
+		early[nearly].c = c;
+		early[nearly++].src = from;
+	}
 	expect_comp(&e, &ctx_name, FI_RECV | FI_MSG, LNX_ADDRLEN, 0, FI_ADDR_NOTAVAIL,
 		    "client name");
 	fi_addr_t caddr = FI_ADDR_NOTAVAIL;
@@ -179,6 +199,66 @@ static void server(const char *port, int ready_fd, int done_fd)
 	note("ok");
 }
 
+static int use_svc;
+
+/* fi_av_insertsym and the fi_av_insertsvc forms that fail, in an AV of
+ * their own; an AV bound to an EQ. */
+static void check_insertsym(struct ep *e, const char *port)
+{
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE, .count = 8 };
+	struct fid_av *av;
+	CHECK(fi_av_open(e->domain, &av_attr, &av, NULL));
+	fi_addr_t fa[4];
+	memset(fa, 0xff, sizeof(fa));
+	CHECK_RC(fi_av_insertsym(av, "127.0.0.1", 2, port, 2, fa, 0, NULL), 4);
+	int p0 = atoi(port);
+	for (int n = 0; n < 2; n++) {
+		for (int sv = 0; sv < 2; sv++) {
+			char node[32], svc[16];
+			snprintf(node, sizeof(node), "127.0.0.%d", 1 + n);
+			snprintf(svc, sizeof(svc), "%d", p0 + sv);
+			struct fi_info *hints = lnx_hints(), *want = NULL;
+			CHECK(fi_getinfo(TEST_FI_VERSION, node, svc, 0, hints, &want));
+			fi_freeinfo(hints);
+			uint8_t back[ADDR_MAX];
+			size_t len = sizeof(back);
+			fi_addr_t a = fa[n * 2 + sv];
+			EXPECT(a != FI_ADDR_NOTAVAIL, "insertsym %s:%s not inserted", node, svc);
+			CHECK(fi_av_lookup(av, a, back, &len));
+			EXPECT(len == LNX_ADDRLEN && !memcmp(back, want->dest_addr, LNX_ADDRLEN),
+			       "insertsym address %d is not fi_getinfo's for %s:%s", n * 2 + sv,
+			       node, svc);
+			fi_freeinfo(want);
+		}
+	}
+	CHECK_RC(fi_av_insertsvc(av, "127.0.0.1", NULL, fa, 0, NULL), -FI_EINVAL);
+	CHECK_RC(fi_av_insertsym(av, "127.0.0.1", 1, "http", 2, fa, 0, NULL), -FI_EINVAL);
+	CHECK_RC(fi_av_insertsym(av, "127.0.0.1", 0, port, 1, fa, 0, NULL), -FI_EINVAL);
+	CHECK(fi_close(&av->fid));
+
+	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fid_eq *eq;
+	int ctx;
+	CHECK(fi_eq_open(e->fabric, &eq_attr, &eq, NULL));
+	av_attr.flags = FI_EVENT;
+	CHECK(fi_av_open(e->domain, &av_attr, &av, NULL));
+	CHECK_RC(fi_av_insertsvc(av, "127.0.0.1", port, fa, 0, &ctx), -FI_ENOEQ);
+	CHECK(fi_av_bind(av, &eq->fid, 0));
+	fa[0] = FI_ADDR_NOTAVAIL;
+	CHECK_RC(fi_av_insertsvc(av, "127.0.0.1", port, fa, 0, &ctx), 0);
+	uint32_t event = 0;
+	struct fi_eq_entry ev;
+	memset(&ev, 0, sizeof(ev));
+	CHECK_RC(fi_eq_sread(eq, &event, &ev, sizeof(ev), -1, 0), sizeof(ev));
+	EXPECT(event == FI_AV_COMPLETE && ev.fid == &av->fid && ev.context == &ctx && ev.data == 1,
+	       "insertsvc event %u fid %p context %p data %llu", event, (void *)ev.fid, ev.context,
+	       (unsigned long long)ev.data);
+	EXPECT(fa[0] != FI_ADDR_NOTAVAIL, "insertsvc through the EQ gave no fi_addr");
+	CHECK(fi_close(&av->fid));
+	CHECK(fi_close(&eq->fid));
+	note("insertsym: ok");
+}
+
 static void client(const char *port, int ready_fd, int done_fd)
 {
 	struct fi_info *hints = lnx_hints(), *info = NULL;
@@ -195,7 +275,16 @@ static void client(const char *port, int ready_fd, int done_fd)
 	struct ep e;
 	ep_open(&e, info);
 	fi_addr_t saddr = FI_ADDR_NOTAVAIL;
-	CHECK_RC(fi_av_insert(e.av, info->dest_addr, 1, &saddr, 0, NULL), 1);
+	if (use_svc) {
+		CHECK_RC(fi_av_insertsvc(e.av, "127.0.0.1", port, &saddr, 0, NULL), 1);
+		uint8_t back[ADDR_MAX];
+		size_t len = sizeof(back);
+		CHECK(fi_av_lookup(e.av, saddr, back, &len));
+		EXPECT(len == LNX_ADDRLEN && !memcmp(back, info->dest_addr, LNX_ADDRLEN),
+		       "fi_av_insertsvc's address is not fi_getinfo's dest_addr");
+	} else {
+		CHECK_RC(fi_av_insert(e.av, info->dest_addr, 1, &saddr, 0, NULL), 1);
+	}
 	char s[256];
 	size_t sl = sizeof(s);
 	fi_av_straddr(e.av, info->dest_addr, s, &sl);
@@ -221,6 +310,8 @@ static void client(const char *port, int ready_fd, int done_fd)
 	EXPECT_PATTERN(rep, REP_LEN, 2);
 	expect_comp(&e, &ctx_unt, FI_RECV | FI_MSG, UNT_LEN, 0, saddr, "untagged reply");
 	EXPECT_PATTERN(unt, UNT_LEN, 3);
+	if (use_svc)
+		check_insertsym(&e, port);
 	EXPECT(write(done_fd, "d", 1) == 1, "done");
 	free(req);
 	free(rep);
@@ -243,6 +334,7 @@ static int free_port(void)
 int main(int argc, char **argv)
 {
 	int distinct = argc > 1 && !strcmp(argv[1], "tcp");
+	use_svc = argc > 2 && !strcmp(argv[2], "svc");
 	int ready[2], done[2];
 	char port[16];
 	snprintf(port, sizeof(port), "%d", free_port());
@@ -256,7 +348,7 @@ int main(int argc, char **argv)
 		if (pid[i] < 0)
 			FAIL("fork");
 		if (pid[i] == 0) {
-			alarm(PAIR_TIMEOUT_S);
+			alarm(PAIR_TIMEOUT_S * 3);
 			if (distinct)
 				setenv("FI_LNX_NODE_ID", i ? "node-client" : "node-server", 1);
 			if (i == 0)
@@ -278,6 +370,6 @@ int main(int argc, char **argv)
 	}
 	if (fails)
 		return 1;
-	printf("getinfo_node %s: ok\n", distinct ? "tcp" : "link");
+	printf("getinfo_node %s%s: ok\n", distinct ? "tcp" : "link", use_svc ? " svc" : "");
 	return 0;
 }

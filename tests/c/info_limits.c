@@ -18,6 +18,17 @@
  *    -FI_EINVAL
  *  - cq_cnt / cntr_cnt: that many CQs / counters open at once in a domain
  *    (both reported non-zero)
+ *  - mr_cnt: that many MRs registered at once in a domain
+ *  - ep_cnt: the domain's tx_ctx_cnt and rx_ctx_cnt equal it (one context
+ *    of each per endpoint: ep_attr tx_ctx_cnt = rx_ctx_cnt = 1, domain
+ *    max_ep_tx_ctx = max_ep_rx_ctx = 1, no shared contexts); over shm,
+ *    ep_cnt endpoints open and enable at once in a domain; with a network
+ *    core it is no more than that core (fi_getinfo of tcp;ofi_rxm) states,
+ *    since each lnx endpoint opens one of the core's, and 8 of them open
+ *    (a tcp;ofi_rxm endpoint costs the core 8 fds and here most of a
+ *    second: 1024 of them are not a test)
+ *  - av_type: hints without one get FI_AV_UNSPEC, hints asking FI_AV_MAP
+ *    or FI_AV_TABLE get it; AVs of all three types open
  */
 #include "common.h"
 
@@ -65,6 +76,83 @@ static void check_domain_counts(struct peer *p)
 	note("mr_iov_limit %zu", n);
 }
 
+static int g_shm_only;
+
+/* mr_cnt MRs at once. */
+static void check_mr_cnt(struct peer *p)
+{
+	size_t n = p->l.info->domain_attr->mr_cnt;
+	EXPECT(n >= 1, "mr_cnt %zu", n);
+	struct fid_mr **mrs = xmalloc(n * sizeof(*mrs));
+	uint8_t *buf = xmalloc(n);
+	for (size_t i = 0; i < n; i++)
+		CHECK(fi_mr_reg(p->l.domain, buf + i, 1, FI_SEND | FI_RECV, 0, 0, 0, &mrs[i],
+				NULL));
+	for (size_t i = 0; i < n; i++)
+		CHECK(fi_close(&mrs[i]->fid));
+	free(buf);
+	free(mrs);
+	note("%zu MRs", n);
+}
+
+/* ep_cnt and the context counts; av_type. */
+static void check_ep_cnt(struct peer *p)
+{
+	struct fi_info *i = p->l.info;
+	struct fi_domain_attr *d = i->domain_attr;
+	size_t n = d->ep_cnt;
+	EXPECT(n >= 1 && d->tx_ctx_cnt == n && d->rx_ctx_cnt == n,
+	       "ep_cnt %zu tx_ctx_cnt %zu rx_ctx_cnt %zu", n, d->tx_ctx_cnt, d->rx_ctx_cnt);
+	EXPECT(i->ep_attr->tx_ctx_cnt == 1 && i->ep_attr->rx_ctx_cnt == 1 &&
+		       d->max_ep_tx_ctx == 1 && d->max_ep_rx_ctx == 1 && d->max_ep_stx_ctx == 0 &&
+		       d->max_ep_srx_ctx == 0,
+	       "contexts: ep %zu/%zu, max_ep %zu/%zu, stx %zu srx %zu", i->ep_attr->tx_ctx_cnt,
+	       i->ep_attr->rx_ctx_cnt, d->max_ep_tx_ctx, d->max_ep_rx_ctx, d->max_ep_stx_ctx,
+	       d->max_ep_srx_ctx);
+	size_t open_n = n;
+	if (!g_shm_only) {
+		struct fi_info *h = fi_allocinfo(), *core = NULL;
+		h->fabric_attr->prov_name = strdup("tcp;ofi_rxm");
+		h->ep_attr->type = FI_EP_RDM;
+		CHECK(fi_getinfo(TEST_FI_VERSION, NULL, NULL, 0, h, &core));
+		size_t cn = core->domain_attr->ep_cnt;
+		EXPECT(cn == 0 || n <= cn, "lnx ep_cnt %zu, its network core's %zu", n, cn);
+		note("core ep_cnt %zu", cn);
+		fi_freeinfo(core);
+		fi_freeinfo(h);
+		open_n = n < 8 ? n : 8;
+	}
+	/* The test's own endpoint is one of them. */
+	struct fid_ep **eps = xmalloc(open_n * sizeof(*eps));
+	for (size_t k = 0; k + 1 < open_n; k++) {
+		CHECK(fi_endpoint(p->l.domain, i, &eps[k], NULL));
+		CHECK(fi_ep_bind(eps[k], &p->l.av->fid, 0));
+		CHECK(fi_ep_bind(eps[k], &p->l.cq->fid, FI_TRANSMIT | FI_RECV));
+		CHECK(fi_enable(eps[k]));
+	}
+	for (size_t k = 0; k + 1 < open_n; k++)
+		CHECK(fi_close(&eps[k]->fid));
+	free(eps);
+	note("ep_cnt %zu: %zu endpoints open at once", n, open_n);
+
+	enum fi_av_type types[] = { FI_AV_MAP, FI_AV_TABLE, FI_AV_UNSPEC };
+	for (int k = 0; k < 3; k++) {
+		struct fi_av_attr aa = { .type = types[k], .count = 4 };
+		struct fid_av *av;
+		CHECK(fi_av_open(p->l.domain, &aa, &av, NULL));
+		CHECK(fi_close(&av->fid));
+	}
+	for (int k = 0; k < 3; k++) {
+		struct fi_info *h = fi_dupinfo(p->l.hints), *got = NULL;
+		h->domain_attr->av_type = types[2 - k];
+		CHECK(fi_getinfo(TEST_FI_VERSION, NULL, NULL, 0, h, &got));
+		EXPECT(got->domain_attr->av_type == types[2 - k], "hints av_type %d: av_type %d",
+		       types[2 - k], got->domain_attr->av_type);
+		fi_freeinfo(got);
+		fi_freeinfo(h);
+	}
+}
+
 static void sender(struct peer *p, void *arg)
 {
 	struct fi_info *i = p->l.info;
@@ -75,7 +163,6 @@ static void sender(struct peer *p, void *arg)
 	       (unsigned long long)i->mode);
 	EXPECT(i->tx_attr->msg_order & FI_ORDER_SAS, "no FI_ORDER_SAS");
 	EXPECT(g_tx_iov >= 1 && g_inject > 0, "iov_limit %zu inject_size %zu", g_tx_iov, g_inject);
-	check_domain_counts(p);
 
 	/* tx iov_limit buffers of 10 bytes each; then one more. */
 	size_t n = g_tx_iov;
@@ -178,5 +265,20 @@ int main(int argc, char **argv)
 {
 	struct lnx_opts o;
 	msg_test_opts(argc, argv, &o);
-	return run_pair("info_limits", &o, sender, receiver, NULL);
+	g_shm_only = !strcmp(o.links, LINK_SHM);
+	int r = run_pair("info_limits", &o, sender, receiver, NULL);
+	if (r)
+		return r;
+	/* The counts, in this process once the pair is done: opening ep_cnt
+	 * endpoints and mr_cnt MRs takes a while on a loaded machine, longer
+	 * than a peer waits at a barrier. */
+	struct peer p;
+	memset(&p, 0, sizeof(p));
+	lnx_open(&p.l, &o);
+	check_domain_counts(&p);
+	check_mr_cnt(&p);
+	check_ep_cnt(&p);
+	lnx_close(&p.l);
+	printf("info_limits counts: ok\n");
+	return 0;
 }

@@ -26,7 +26,16 @@
  *             timing out with -FI_ETIMEDOUT
  *  pollset    fi_poll_open / fi_poll_add / fi_poll / fi_poll_del: fi_poll
  *             names the receive CQ's context once a message is in
+ *  yield      FI_WAIT_YIELD (libfabric's shm offers it): a CQ and a counter
+ *             say so, have no fd (FI_GETWAIT -FI_ENODATA); fi_cq_sread
+ *             brings every message, fi_cntr_wait the count
+ *  pollfd     FI_WAIT_POLLFD: a CQ, a counter and a wait set of that kind
+ *             say so (FI_GETWAITOBJ); FI_GETWAIT with nfds 0 gives
+ *             -FI_ETOOSMALL and nfds 1, then a struct fi_wait_pollfd with
+ *             one POLLIN fd; the CQ's pollfd in poll(2) after fi_trywait
+ *             brings every message, then the counter's shows the count
  */
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/time.h>
@@ -376,6 +385,104 @@ static void waitset_b(struct peer *p, void *arg)
 	CHECK(fi_close(&ws->fid));
 }
 
+/* ---- FI_WAIT_POLLFD ------------------------------------------------------------ */
+
+/* The one pollfd of fid (a CQ, counter or wait set) of kind FI_WAIT_POLLFD. */
+static struct pollfd pollfd_of(struct fid *fid)
+{
+	enum fi_wait_obj wo = FI_WAIT_NONE;
+	CHECK(fi_control(fid, FI_GETWAITOBJ, &wo));
+	EXPECT(wo == FI_WAIT_POLLFD, "FI_GETWAITOBJ %d", (int)wo);
+	struct pollfd pfd[2];
+	struct fi_wait_pollfd wp = { .nfds = 0 };
+	CHECK_RC(fi_control(fid, FI_GETWAIT, &wp), -FI_ETOOSMALL);
+	EXPECT(wp.nfds == 1, "nfds needed: %zu", wp.nfds);
+	memset(pfd, 0, sizeof(pfd));
+	wp.nfds = 2;
+	wp.fd = pfd;
+	CHECK(fi_control(fid, FI_GETWAIT, &wp));
+	EXPECT(wp.nfds == 1 && pfd[0].fd >= 0 && (pfd[0].events & POLLIN),
+	       "pollfd: nfds %zu fd %d events %#x", wp.nfds, pfd[0].fd, pfd[0].events);
+	return pfd[0];
+}
+
+/* poll(2) on pfd until fid is ready, fi_trywait first. */
+static void poll_until(struct peer *p, struct pollfd pfd, struct fid *fid)
+{
+	uint64_t dl = now_ms() + WAIT_MS;
+	for (;;) {
+		int r = fi_trywait(p->l.fabric, &fid, 1);
+		if (r == -FI_EAGAIN)
+			return;
+		CHECK(r);
+		EXPECT(poll(&pfd, 1, WAIT_MS) >= 0, "poll");
+		EXPECT(now_ms() < dl, "nothing became ready within %d ms", WAIT_MS);
+	}
+}
+
+static void pollfd_b(struct peer *p, void *arg)
+{
+	struct fi_wait_attr wa = { .wait_obj = FI_WAIT_POLLFD };
+	struct fid_wait *ws;
+	CHECK(fi_wait_open(p->l.fabric, &wa, &ws));
+	(void)pollfd_of(&ws->fid);
+	CHECK(fi_close(&ws->fid));
+
+	struct wep w = { .txcq = open_cq(p, FI_WAIT_NONE, NULL),
+			 .rxcq = open_cq(p, FI_WAIT_POLLFD, NULL),
+			 .rxcntr = open_cntr(p, FI_WAIT_POLLFD, NULL) };
+	wep_open(p, &w);
+	post_all(&w);
+	struct pollfd cq_pfd = pollfd_of(&w.rxcq->fid), cntr_pfd = pollfd_of(&w.rxcntr->fid);
+	go(p);
+	for (int i = 0; i < NMSG;) {
+		poll_until(p, cq_pfd, &w.rxcq->fid);
+		struct fi_cq_tagged_entry e[NMSG];
+		fi_addr_t src[NMSG];
+		ssize_t n = fi_cq_readfrom(w.rxcq, e, NMSG, src);
+		EXPECT(n > 0, "fi_cq_readfrom after the pollfd said ready: %zd", n);
+		for (ssize_t k = 0; k < n; k++, i++)
+			check_recv(&w, i, &e[k], src[k]);
+	}
+	/* The counter moved since it was last read (never): ready. */
+	poll_until(p, cntr_pfd, &w.rxcntr->fid);
+	EXPECT(fi_cntr_read(w.rxcntr) == NMSG, "receive counter %llu",
+	       (unsigned long long)fi_cntr_read(w.rxcntr));
+	finish_b(p, &w);
+}
+
+/* ---- FI_WAIT_YIELD -------------------------------------------------------------- */
+
+static void yield_b(struct peer *p, void *arg)
+{
+	struct wep w = { .txcq = open_cq(p, FI_WAIT_NONE, NULL),
+			 .rxcq = open_cq(p, FI_WAIT_YIELD, NULL),
+			 .rxcntr = open_cntr(p, FI_WAIT_YIELD, NULL) };
+	wep_open(p, &w);
+	post_all(&w);
+	struct fid *fids[2] = { &w.rxcq->fid, &w.rxcntr->fid };
+	for (int k = 0; k < 2; k++) {
+		enum fi_wait_obj wo = FI_WAIT_NONE;
+		int fd = -1;
+		CHECK(fi_control(fids[k], FI_GETWAITOBJ, &wo));
+		EXPECT(wo == FI_WAIT_YIELD, "FI_GETWAITOBJ %d", (int)wo);
+		CHECK_RC(fi_control(fids[k], FI_GETWAIT, &fd), -FI_ENODATA);
+	}
+	go(p);
+	for (int i = 0; i < NMSG;) {
+		struct fi_cq_tagged_entry e[NMSG];
+		fi_addr_t src[NMSG];
+		ssize_t n = fi_cq_sreadfrom(w.rxcq, e, NMSG, src, NULL, WAIT_MS);
+		EXPECT(n > 0, "fi_cq_sreadfrom: %zd", n);
+		for (ssize_t k = 0; k < n; k++, i++)
+			check_recv(&w, i, &e[k], src[k]);
+	}
+	CHECK(fi_cntr_wait(w.rxcntr, NMSG, WAIT_MS));
+	EXPECT(fi_cntr_read(w.rxcntr) == NMSG, "receive counter %llu",
+	       (unsigned long long)fi_cntr_read(w.rxcntr));
+	finish_b(p, &w);
+}
+
 /* ---- poll sets ----------------------------------------------------------------- */
 
 static void pollset_b(struct peer *p, void *arg)
@@ -425,7 +532,8 @@ static void pollset_b(struct peer *p, void *arg)
 static const struct subtest cases[] = {
 	CASE("sread", sender_cq, sread_b),	     CASE("epoll", sender_cq, epoll_b),
 	CASE("cntr_wait", sender_cntr, cntr_wait_b), CASE("waitset", sender_cq, waitset_b),
-	CASE("pollset", sender_cq, pollset_b),
+	CASE("pollset", sender_cq, pollset_b),	     CASE("pollfd", sender_cq, pollfd_b),
+	CASE("yield", sender_cq, yield_b),
 };
 
 int main(int argc, char **argv)
