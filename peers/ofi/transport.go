@@ -554,6 +554,15 @@ func (t *Transport) EagerMax() int { return int(t.eagerMax) }
 // have (the core's iov limit). Eager sends take any number.
 func (t *Transport) MaxIOV() (send, pull int) { return t.txIOV, t.rxIOV }
 
+// Copies reports whether Send of size bytes to p copies the payload before
+// it returns (the message goes with the core's fi_inject, Send returns
+// done=true), so that the caller's buffers are reusable at once. Other
+// sends leave the core reading the caller's buffers until onSendDone: an
+// fi_inject of the application must then stage its data first.
+func (t *Transport) Copies(p *Peer, size uint64) bool {
+	return size <= p.eagerMax && hdrEager+size <= uint64(t.inject)
+}
+
 // Config returns the effective configuration.
 func (t *Transport) Config() Config { return t.cfg }
 
