@@ -44,6 +44,8 @@ struct lnx_ev {
 	int32_t prov_err;
 	uint64_t len;
 	uint64_t olen;
+	uint64_t tag;      // the completion's tag and CQ data (tagged eager receives)
+	uint64_t data;
 };
 
 // What C may do while the transport is lent (tp_lend.go): Go writes the
@@ -77,7 +79,7 @@ struct lnx_tp {
 	struct fid_ep *ep;
 	struct lnx_op *ops;
 	size_t nops;
-	size_t inject, tx_iov, rx_iov, tx_size;
+	size_t inject, tx_iov, rx_iov, tx_size, cq_data;
 	uint64_t reads;    // fi_cq_read calls (each runs the core's progress)
 	struct fi_cq_tagged_entry ents[LNX_EV_MAX];
 	struct lnx_ev evs[LNX_EV_MAX];
@@ -113,6 +115,7 @@ static struct lnx_tp *lnx_tp_open(struct fid_domain *dom, struct fi_info *info, 
 	t->tx_iov = info->tx_attr ? info->tx_attr->iov_limit : 1;
 	t->rx_iov = info->rx_attr ? info->rx_attr->iov_limit : 1;
 	t->tx_size = info->tx_attr ? info->tx_attr->size : 0;
+	t->cq_data = info->domain_attr ? info->domain_attr->cq_data_size : 0;
 	if ((*ret = fi_av_open(dom, &av_attr, &t->av, NULL))) goto fail;
 	if ((*ret = fi_cq_open(dom, &cq_attr, &t->cq, NULL))) goto fail;
 	if (src) {
@@ -186,6 +189,8 @@ static int lnx_tp_drain(struct lnx_tp *t, int max) {
 				ev->prov_err = 0;
 				ev->len = t->ents[i].len;
 				ev->olen = 0;
+				ev->tag = t->ents[i].tag;
+				ev->data = t->ents[i].data;
 			}
 			// Fewer than asked: the CQ was empty after this read's
 			// progress. Another read would only run the core's progress
@@ -205,6 +210,8 @@ static int lnx_tp_drain(struct lnx_tp *t, int max) {
 			ev->prov_err = e.prov_errno;
 			ev->len = e.len;
 			ev->olen = e.olen;
+			ev->tag = e.tag;
+			ev->data = e.data;
 			continue;
 		}
 		if (r == -FI_EAGAIN) break;
@@ -307,6 +314,24 @@ static ssize_t lnx_tp_tsendv(struct lnx_tp *t, uint32_t op, int sub, int off, in
 	return fi_tsendv(t->ep, &o->iov[off], &o->desc[off], (size_t)niov, (fi_addr_t)dest, tag, &o->ctx[sub]);
 }
 
+// A tagged send with remote CQ data: a tagged eager message (wire.go).
+static ssize_t lnx_tp_tsenddata(struct lnx_tp *t, uint32_t op, int sub, int off, int niov, uint64_t dest,
+				uint64_t tag, uint64_t data) {
+	struct lnx_op *o = &t->ops[op];
+	struct fi_msg_tagged m = {
+		.msg_iov = &o->iov[off], .desc = &o->desc[off], .iov_count = (size_t)niov,
+		.addr = (fi_addr_t)dest, .tag = tag, .ignore = 0, .context = &o->ctx[sub], .data = data,
+	};
+	return fi_tsendmsg(t->ep, &m, FI_REMOTE_CQ_DATA | FI_COMPLETION);
+}
+
+// A receive of tagged eager messages from src: any tag under mask.
+static ssize_t lnx_tp_trecv_any(struct lnx_tp *t, uint32_t op, void *buf, size_t len, uint64_t src,
+				uint64_t tag, uint64_t ignore) {
+	struct lnx_op *o = &t->ops[op];
+	return fi_trecv(t->ep, buf, len, NULL, (fi_addr_t)src, tag, ignore, &o->ctx[0]);
+}
+
 static ssize_t lnx_tp_trecvv(struct lnx_tp *t, uint32_t op, int sub, int off, int niov, uint64_t src,
 			     uint64_t tag) {
 	struct lnx_op *o = &t->ops[op];
@@ -390,6 +415,25 @@ func (k *core) close() error {
 
 func (k *core) limits() (inject, txIOV, rxIOV, txSize int) {
 	return int(k.c.inject), int(k.c.tx_iov), int(k.c.rx_iov), int(k.c.tx_size)
+}
+
+// cqData is the core's cq_data_size.
+func (k *core) cqData() int { return int(k.c.cq_data) }
+
+// evTagData is the tag and CQ data of completion i of the last drain.
+func (k *core) evTagData(i int) (tag, data uint64) {
+	e := &k.evs[i]
+	return uint64(e.tag), uint64(e.data)
+}
+
+func (k *core) tsenddata(op uint32, sub, off, niov int, dest, tag, data uint64) int {
+	return int(C.lnx_tp_tsenddata(k.c, C.uint32_t(op), C.int(sub), C.int(off), C.int(niov), C.uint64_t(dest),
+		C.uint64_t(tag), C.uint64_t(data)))
+}
+
+func (k *core) trecvAny(op uint32, buf unsafe.Pointer, n int, src, tag, ignore uint64) int {
+	return int(C.lnx_tp_trecv_any(k.c, C.uint32_t(op), buf, C.size_t(n), C.uint64_t(src), C.uint64_t(tag),
+		C.uint64_t(ignore)))
 }
 
 func (k *core) name() ([]byte, error) {
