@@ -2,7 +2,7 @@
  * fi_bench: two-process tagged ping-pong and streaming bandwidth over any
  * libfabric provider, several providers side by side in one invocation.
  *
- *   fi_bench [-r rounds] [-n iters] [-s size,size,...] [-c file.csv] [-q] CASE...
+ *   fi_bench [-r rounds] [-n iters] [-w warmup] [-s size,size,...] [-c file.csv] [-q] CASE...
  *   CASE = label=prov[@links][#nodeid][%mode][^VAR=value]
  *          e.g. lnx=lnx@shm  shm=shm  lnxdev=lnx@shm%dev
  *
@@ -50,7 +50,7 @@
 #define WINDOW 64
 #define TAG_DATA 0x1234
 #define TAG_ACK 0x99
-#define WARMUP 50000 /* 1-byte round trips before the first size */
+static int warmup = 50000; /* 1-byte round trips before the first size (-w) */
 
 struct bcase { char label[32]; char prov[64]; char links[256]; char node[64]; char mode[16]; char env[128]; };
 
@@ -284,7 +284,7 @@ static void run_rank(int rank, const struct bcase *bc, int rfd, int wfd, int res
 	 * that has just started runs slower for some milliseconds (page
 	 * faults, lazy binding, and for lnx the Go runtime's monitor thread,
 	 * which wakes every 20 us at first and backs off to 10 ms). */
-	for (int i = 0; i < WARMUP; i++) {
+	for (int i = 0; i < warmup; i++) {
 		if (rank == 0) {
 			post_recv(&c, 1, TAG_DATA, 1);
 			post_send(&c, 1, TAG_DATA, 0);
@@ -397,15 +397,16 @@ int main(int argc, char **argv)
 {
 	int rounds = 5, opt, quiet = 0;
 	const char *sizelist = "1,8,64,512,4096,65536,1048576,4194304", *csvpath = NULL;
-	while ((opt = getopt(argc, argv, "r:n:s:c:q")) != -1) {
+	while ((opt = getopt(argc, argv, "r:n:w:s:c:q")) != -1) {
 		switch (opt) {
 		case 'r': rounds = atoi(optarg); break;
 		case 'n': iters = atoi(optarg); break;
+		case 'w': warmup = atoi(optarg); break;
 		case 's': sizelist = optarg; break;
 		case 'c': csvpath = optarg; break;
 		case 'q': quiet = 1; break;
 		default:
-			fprintf(stderr, "usage: %s [-r rounds] [-n iters] [-s sizes] [-c file.csv] [-q] "
+			fprintf(stderr, "usage: %s [-r rounds] [-n iters] [-w warmup] [-s sizes] [-c file.csv] [-q] "
 				"label=prov[@links][#node]...\n", argv[0]);
 			return 1;
 		}
