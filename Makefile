@@ -177,37 +177,43 @@ pingpong: lib $(BENCH)
 # Full benchmark: every size, lnx (links shm) beside shm alone and lnx
 # without its C fast paths (lnx_go: every send and receive enters Go); then the
 # inter-node rows: lnx with links shm+tcp;ofi_rxm and the two processes on
-# different simulated nodes (so tcp carries it) beside tcp;ofi_rxm alone;
-# one-sided operations (fi_bench -R) the same two ways, tables kept as
-# build/bench/rma_node.txt and rma_net.txt (no plot).
+# different simulated nodes (so tcp carries it) beside tcp;ofi_rxm alone,
+# and lnx linking libfabric's shm as its network core (fi_shm) between
+# simulated nodes beside libfabric shm alone: what lnx's transport adds
+# over a sub-microsecond core; one-sided operations (fi_bench -R) the same
+# two ways as the messages, tables kept as build/bench/rma_node.txt and
+# rma_net.txt (no plot).
 # Each run prints its table and writes it as build/bench/<run>.csv; make
 # plot (run at the end) draws each as build/bench/<run>.png. About 10
 # minutes on the 2-core CI machine; fi_bench says which round it is on.
 BENCH_RUN = FI_PROVIDER_PATH=$(CURDIR)/build/lib FI_TCP_IFACE=lo $(BENCH)
 bench: bench-deps lib $(BENCH) $(EMU) $(MPI_BENCH)
-	@echo 'bench 1/6: same node, every size: shm, lnx (links shm), lnx_go (C fast paths off); 5 rounds'
+	@echo 'bench 1/7: same node, every size: shm, lnx (links shm), lnx_go (C fast paths off); 5 rounds'
 	$(BENCH_RUN) -r 5 -c build/bench/node.csv shm=shm lnx=lnx@shm \
 		lnx_go=lnx@shm^FI_LNX_FAST_SEND=0^FI_LNX_FAST_RECV=0
-	@echo 'bench 2/6: simulated nodes: tcp;ofi_rxm alone, lnx over shm+tcp;ofi_rxm; 3 rounds'
-	$(BENCH_RUN) -r 3 -s 1,64,4096,65536,1048576 -c build/bench/net.csv \
+	@echo 'bench 2/7: simulated nodes: tcp;ofi_rxm alone, lnx over shm+tcp;ofi_rxm; 3 rounds'
+	$(BENCH_RUN) -r 3 -s 1,64,4096,16384,65536,1048576 -c build/bench/net.csv \
 		'tcp=tcp;ofi_rxm' 'lnx=lnx@shm+tcp;ofi_rxm:lo#bench'
-	@echo 'bench 3/6: one-sided: fi_write/fi_read latency and bandwidth, fetch-add latency;'
+	@echo 'bench 3/7: the fast core: libfabric shm alone, lnx linking it (fi_shm) between simulated nodes; 5 rounds'
+	$(BENCH_RUN) -r 5 -s 1,8,64,4096,16384,65536,1048576 -c build/bench/fastcore.csv \
+		'shm=shm' 'lnx=lnx@fi_shm#bench'
+	@echo 'bench 4/7: one-sided: fi_write/fi_read latency and bandwidth, fetch-add latency;'
 	@echo '           same node: shm alone, lnx (links shm); simulated nodes: tcp;ofi_rxm alone, lnx over shm+tcp;ofi_rxm; 3 rounds'
 	$(BENCH_RUN) -R -r 3 -s 8,4096,65536,1048576 shm=shm lnx=lnx@shm | tee build/bench/rma_node.txt
 	$(BENCH_RUN) -R -r 3 -n 500 -s 8,4096,65536,1048576 'tcp=tcp;ofi_rxm' 'lnx=lnx@shm+tcp;ofi_rxm:lo#bench' \
 		| tee build/bench/rma_net.txt
-	@echo 'bench 4/6: registration: Open MPI 5.0.6 registers and closes an MR per message (regmsg);'
+	@echo 'bench 5/7: registration: Open MPI 5.0.6 registers and closes an MR per message (regmsg);'
 	@echo '           lnx with its core-registration cache, without it, and tcp;ofi_rxm alone; 3 rounds'
 	$(BENCH_RUN) -r 3 -s 64,65536,1048576 -c build/bench/reg.csv \
 		'tcp=tcp;ofi_rxm' 'tcp_reg=tcp;ofi_rxm%regmsg' \
 		'lnx=lnx@shm+tcp;ofi_rxm:lo#bench' 'lnx_reg=lnx@shm+tcp;ofi_rxm:lo#bench%regmsg' \
 		'lnx_reg_nocache=lnx@shm+tcp;ofi_rxm:lo#bench%regmsg^FI_LNX_MR_CACHE_MAX=0' \
 		'lnx_local=lnx@shm+tcp;ofi_rxm:lo' 'lnx_local_reg=lnx@shm+tcp;ofi_rxm:lo%regmsg'
-	@echo 'bench 5/6: device memory on the emulated device (staged through host buffers), beside host memory; 3 rounds'
+	@echo 'bench 6/7: device memory on the emulated device (staged through host buffers), beside host memory; 3 rounds'
 	FI_LNX_CUDA_LIB=$(CURDIR)/$(EMU) $(BENCH_RUN) -r 3 -s 64,65536,1048576,4194304 -c build/bench/dev.csv \
 		'lnx=lnx@shm' 'lnx_dev=lnx@shm%dev' 'lnx_devreg=lnx@shm%devregmsg' \
 		'lnx_tcp=lnx@shm+tcp;ofi_rxm:lo#bench' 'lnx_tcp_dev=lnx@shm+tcp;ofi_rxm:lo#bench%dev'
-	@echo 'bench 6/6: MPI level: Open MPI ob1 + vader beside cm + ofi over lnx (links shm, default links); 3 rounds'
+	@echo 'bench 7/7: MPI level: Open MPI ob1 + vader beside cm + ofi over lnx (links shm, default links); 3 rounds'
 	FI_PROVIDER_PATH=$(CURDIR)/build/lib bash tests/mpi/mpi_bench.sh -r 3 $(MPI_BENCH)
 	FI_PROVIDER_PATH=$(CURDIR)/build/lib bash tests/mpi/mpi_bench.sh -r 3 -n 4 -t pairs -s 1,64,4k,64k,1m $(MPI_BENCH)
 	@echo 'bench (Debian 13): libfabric 2.1, beside its shm, tcp;ofi_rxm and built-in lnx (tests/deb13/bench.sh)'
@@ -223,6 +229,7 @@ bench-deps:
 # each the ratio of every case to the first.
 PLOT_TITLE_node := same node: lnx (links shm) beside libfabric shm
 PLOT_TITLE_net  := simulated nodes: lnx (links shm+tcp;ofi_rxm) beside tcp;ofi_rxm
+PLOT_TITLE_fastcore := simulated nodes: lnx (links fi_shm) beside libfabric shm
 PLOT_TITLE_reg  := registration per message (Open MPI 5.0.6 pattern)
 PLOT_TITLE_dev  := emulated device memory beside host memory
 build/bench/%.png: build/bench/%.csv tests/bench/plot.gp

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lnx-go/lnx-go/lnx/config"
 	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/lnx/links"
 	"github.com/lnx-go/lnx-go/lnx/logging"
 	"github.com/lnx-go/lnx-go/peers/ofi"
 )
@@ -80,9 +81,19 @@ func (f *Fabric) OpenDomain(info fi.Info) (*Domain, error) {
 	return d, nil
 }
 
+// coreCaps are the capabilities asked of a core: libfabric's shm reaches
+// only processes of this machine, and 1.17's reports neither FI_LOCAL_COMM
+// nor FI_REMOTE_COMM: it is asked for neither.
+func coreCaps(prov string) uint64 {
+	if prov == links.FiShm {
+		return ofi.CoreCaps &^ (fi.REMOTE_COMM | fi.LOCAL_COMM)
+	}
+	return ofi.CoreCaps
+}
+
 func (c *coreDomain) open(version, addrFormat uint32) error {
 	var err error
-	if c.list, err = ofi.GetInfo(version, c.choice.Prov, c.choice.Domain, ofi.CoreCaps); err != nil {
+	if c.list, err = ofi.GetInfo(version, links.CoreProv(c.choice.Prov), c.choice.Domain, coreCaps(c.choice.Prov)); err != nil {
 		return err
 	}
 	c.list.Prefer(addrFormat) // as resolve chose

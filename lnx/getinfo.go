@@ -125,7 +125,8 @@ type CoreChoice struct {
 }
 
 // ProvName spells the link's cores the way libfabric 2.x's built-in lnx
-// names its fi_infos before the core appends ":lnx": "shm+tcp;ofi_rxm".
+// names its fi_infos before the core appends ":lnx": "shm+tcp;ofi_rxm";
+// libfabric's shm linked as a core is "fi_shm" ("shm+fi_shm").
 func (l *Link) ProvName() string {
 	var parts []string
 	if l.Group.HasShm() {
@@ -133,9 +134,14 @@ func (l *Link) ProvName() string {
 	}
 	seen := map[string]bool{}
 	for _, c := range l.Cores {
-		if !seen[c.ProvName] {
-			seen[c.ProvName] = true
-			parts = append(parts, c.ProvName)
+		name := c.ProvName
+		if c.Prov == links.FiShm {
+			// libfabric's shm says "shm", which names lnx's own.
+			name = links.FiShm
+		}
+		if !seen[name] {
+			seen[name] = true
+			parts = append(parts, name)
 		}
 	}
 	return strings.Join(parts, "+")
@@ -214,7 +220,7 @@ func resolve(version uint32, g links.Group, cfg *config.Config) (*Link, error) {
 			doms = []string{""}
 		}
 		for _, d := range doms {
-			list, err := ofi.GetInfo(version, m.Prov, d, ofi.CoreCaps)
+			list, err := ofi.GetInfo(version, links.CoreProv(m.Prov), d, coreCaps(m.Prov))
 			if err != nil {
 				return nil, err
 			}

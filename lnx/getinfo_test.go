@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/lnx/links"
 )
 
 // withEnv sets Getenv to a fixed map for one test.
@@ -239,5 +240,39 @@ func TestEPCntFollowsCores(t *testing.T) {
 			t.Errorf("core ep_cnt %d: ep_cnt %d tx_ctx_cnt %d rx_ctx_cnt %d, want %d", c.core, d.EPCnt,
 				d.TxCtxCnt, d.RxCtxCnt, c.want)
 		}
+	}
+}
+
+// libfabric's own shm as a core ("fi_shm") is a network core to lnx: its
+// domain and linked names say fi_shm, never plain "shm", which names lnx's
+// built-in core ("shm:lnx" and "shm+shm:lnx" would be ambiguous).
+func TestGetInfoFiShm(t *testing.T) {
+	old := linkedNames
+	linkedNames = func() bool { return true }
+	defer func() { linkedNames = old }()
+	withEnv(t, map[string]string{config.Links: "fi_shm|shm+fi_shm"})
+	infos, err := GetInfo(v117, nil)
+	if err != nil {
+		t.Skipf("libfabric shm unavailable: %v", err)
+	}
+	want := []struct{ prov, dom string }{
+		{"", "fi_shm:shm"}, {"fi_shm", "fi_shm:shm"}, {"", "shm+fi_shm:shm"}, {"shm+fi_shm", "shm+fi_shm:shm"},
+	}
+	if len(infos) != len(want) {
+		t.Fatalf("%d infos, want %d", len(infos), len(want))
+	}
+	for i, in := range infos {
+		if in.Fabric.ProvName != want[i].prov || in.Domain.Name != want[i].dom {
+			t.Errorf("info %d: prov_name %q domain %q, want %q %q", i, in.Fabric.ProvName, in.Domain.Name,
+				want[i].prov, want[i].dom)
+		}
+	}
+	// Asked of libfabric's shm: neither FI_LOCAL_COMM nor FI_REMOTE_COMM
+	// (1.17's reports neither); of other cores, both.
+	if c := coreCaps(links.FiShm); c&(fi.LOCAL_COMM|fi.REMOTE_COMM) != 0 || c&fi.TAGGED == 0 {
+		t.Errorf("caps asked of fi_shm %#x", c)
+	}
+	if c := coreCaps("tcp;ofi_rxm"); c&(fi.LOCAL_COMM|fi.REMOTE_COMM) != fi.LOCAL_COMM|fi.REMOTE_COMM {
+		t.Errorf("caps asked of tcp %#x", c)
 	}
 }

@@ -233,6 +233,16 @@ func (e *Endpoint) Send(op *Op) error {
 		r, seq := rt.nextRail()
 		h := hdr
 		h.Flags |= seq
+		if !dev && flags&fi.INJECT != 0 && size > 0 && !r.t.Copies(r.net, size) {
+			// The buffers must be reusable on return, and the core may
+			// read them after it (an eager send over libfabric's shm is
+			// one copy, made by the receiver): send a copy of them.
+			if stage, err = e.stage.get(size); err != nil {
+				return err
+			}
+			gatherHost(stage, op.Iov())
+			iovs[0], niov = stage, 1
+		}
 		// The application's registrations with this core spare it
 		// registering a rendezvous send's buffers itself (eager sends
 		// copy and need none).

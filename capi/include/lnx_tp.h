@@ -53,6 +53,8 @@ struct lnx_ev {
 	int32_t prov_err;
 	uint64_t len;
 	uint64_t olen;
+	uint64_t tag; /* the completion's tag and CQ data (tagged eager receives) */
+	uint64_t data;
 };
 
 /* What C may do while the transport is lent (tp_lend.go): Go writes the
@@ -86,7 +88,7 @@ struct lnx_tp {
 	struct fid_ep *ep;
 	struct lnx_op *ops;
 	size_t nops;
-	size_t inject, tx_iov, rx_iov, tx_size;
+	size_t inject, tx_iov, rx_iov, tx_size, cq_data;
 	uint64_t reads; /* fi_cq_read calls (each runs the core's progress) */
 	struct fi_cq_tagged_entry ents[LNX_EV_MAX];
 	struct lnx_ev evs[LNX_EV_MAX];
@@ -104,6 +106,10 @@ LNX_HIDDEN ssize_t lnx_tp_sendv(struct lnx_tp *t, uint32_t op, int sub, int off,
 				uint64_t dest);
 LNX_HIDDEN ssize_t lnx_tp_tsendv(struct lnx_tp *t, uint32_t op, int sub, int off, int niov,
 				 uint64_t dest, uint64_t tag);
+LNX_HIDDEN ssize_t lnx_tp_tsenddata(struct lnx_tp *t, uint32_t op, int sub, int off, int niov,
+				    uint64_t dest, uint64_t tag, uint64_t data);
+LNX_HIDDEN ssize_t lnx_tp_trecv_any(struct lnx_tp *t, uint32_t op, void *buf, size_t len,
+				    uint64_t src, uint64_t tag, uint64_t ignore);
 LNX_HIDDEN ssize_t lnx_tp_trecvv(struct lnx_tp *t, uint32_t op, int sub, int off, int niov,
 				 uint64_t src, uint64_t tag);
 LNX_HIDDEN ssize_t lnx_tp_readv(struct lnx_tp *t, uint32_t op, int sub, int off, int niov,

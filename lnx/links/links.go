@@ -11,6 +11,23 @@ import (
 // Shm is the member name that selects lnx's built-in intra-node core.
 const Shm = "shm"
 
+// FiShm names libfabric's own shm provider as a core. lnx drives it like
+// any network core (its transport, over the provider's public API), so it
+// reaches only processes of this machine: peers on other simulated nodes
+// in tests and benchmarks (a sub-microsecond core to measure what lnx adds
+// over a fast one), or a site's same-node-only link.
+const FiShm = "fi_shm"
+
+// CoreProv is the libfabric provider name of a member that is not lnx's
+// shm: FI_LNX_PROV_LINKS's own name for it, except fi_shm, which is
+// libfabric's "shm".
+func CoreProv(prov string) string {
+	if prov == FiShm {
+		return "shm"
+	}
+	return prov
+}
+
 // MaxLen bounds the accepted string so a hostile environment cannot make
 // getinfo allocate without limit.
 const MaxLen = 4096

@@ -105,3 +105,19 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// fi_shm names libfabric's shm: a network member, asked of libfabric as
+// "shm"; "shm" stays lnx's own.
+func TestFiShm(t *testing.T) {
+	gs, err := Parse("shm+fi_shm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := gs[0]
+	if !g.HasShm() || len(g.Network()) != 1 || g.Network()[0].Prov != FiShm {
+		t.Fatalf("group %+v", g)
+	}
+	if CoreProv(FiShm) != "shm" || CoreProv("tcp;ofi_rxm") != "tcp;ofi_rxm" || CoreProv(Shm) != Shm {
+		t.Errorf("CoreProv: %q %q", CoreProv(FiShm), CoreProv("tcp;ofi_rxm"))
+	}
+}

@@ -66,8 +66,18 @@
 //     grant completes both sides without data. Discard sends a CTS with
 //     status "discard" (the sender completes successfully); a Pull that
 //     cannot be served (too many pieces) sends "reject" (ErrRemote).
-//   - split (payload above EagerMax but within Config.SplitMax, rxm's
-//     16 KiB eager limit): the RTS header carries a tag, and the data
+//   - tagged eager (payload above EagerMax but within Config.SplitMax,
+//     rxm's 16 KiB eager limit, to a peer heard from, where the core has
+//     8 bytes of CQ data): one tagged core message of the payload alone,
+//     the header in the core's tag (class bits, sequence number, the
+//     caller's flags and up to 22 bits of its CQ data) and CQ data (the
+//     caller's tag), into receives each transport keeps posted per peer,
+//     directed at it (tp_tagged.go). So a payload that fits the core's
+//     eager limit goes as one eager core message, as it would without
+//     lnx.
+//   - split (the same sizes where tagged eager does not apply: a peer not
+//     heard from yet, CQ data or flags too wide for the tag,
+//     Config.NoTaggedEager): the RTS header carries a tag, and the data
 //     goes at once as a tagged core message with that tag, which the
 //     receiver's core holds until Pull posts the tagged receive; no CTS
 //     (tp_split.go).

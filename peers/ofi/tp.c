@@ -47,6 +47,7 @@ struct lnx_tp *lnx_tp_open(struct fid_domain *dom, struct fi_info *info, size_t 
 	t->tx_iov = info->tx_attr ? info->tx_attr->iov_limit : 1;
 	t->rx_iov = info->rx_attr ? info->rx_attr->iov_limit : 1;
 	t->tx_size = info->tx_attr ? info->tx_attr->size : 0;
+	t->cq_data = info->domain_attr ? info->domain_attr->cq_data_size : 0;
 	if ((*ret = fi_av_open(dom, &av_attr, &t->av, NULL)))
 		goto fail;
 	if ((*ret = fi_cq_open(dom, &cq_attr, &t->cq, NULL)))
@@ -134,6 +135,8 @@ int lnx_tp_drain(struct lnx_tp *t, int max)
 				ev->prov_err = 0;
 				ev->len = t->ents[i].len;
 				ev->olen = 0;
+				ev->tag = t->ents[i].tag;
+				ev->data = t->ents[i].data;
 			}
 			/* Fewer than asked: the CQ was empty after this read's
 			 * progress. Another read would only run the core's progress
@@ -156,6 +159,8 @@ int lnx_tp_drain(struct lnx_tp *t, int max)
 			ev->prov_err = e.prov_errno;
 			ev->len = e.len;
 			ev->olen = e.olen;
+			ev->tag = e.tag;
+			ev->data = e.data;
 			continue;
 		}
 		if (r == -FI_EAGAIN)
@@ -276,6 +281,32 @@ ssize_t lnx_tp_tsendv(struct lnx_tp *t, uint32_t op, int sub, int off, int niov,
 	struct lnx_op *o = &t->ops[op];
 	return fi_tsendv(t->ep, &o->iov[off], &o->desc[off], (size_t)niov, (fi_addr_t)dest, tag,
 			 &o->ctx[sub]);
+}
+
+/* A tagged send with remote CQ data: a tagged eager message (wire.go). */
+ssize_t lnx_tp_tsenddata(struct lnx_tp *t, uint32_t op, int sub, int off, int niov, uint64_t dest,
+			 uint64_t tag, uint64_t data)
+{
+	struct lnx_op *o = &t->ops[op];
+	struct fi_msg_tagged m = {
+		.msg_iov = &o->iov[off],
+		.desc = &o->desc[off],
+		.iov_count = (size_t)niov,
+		.addr = (fi_addr_t)dest,
+		.tag = tag,
+		.ignore = 0,
+		.context = &o->ctx[sub],
+		.data = data,
+	};
+	return fi_tsendmsg(t->ep, &m, FI_REMOTE_CQ_DATA | FI_COMPLETION);
+}
+
+/* A receive of tagged eager messages from src: any tag under mask. */
+ssize_t lnx_tp_trecv_any(struct lnx_tp *t, uint32_t op, void *buf, size_t len, uint64_t src,
+			 uint64_t tag, uint64_t ignore)
+{
+	struct lnx_op *o = &t->ops[op];
+	return fi_trecv(t->ep, buf, len, NULL, (fi_addr_t)src, tag, ignore, &o->ctx[0]);
 }
 
 ssize_t lnx_tp_trecvv(struct lnx_tp *t, uint32_t op, int sub, int off, int niov, uint64_t src,

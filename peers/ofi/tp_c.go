@@ -65,6 +65,25 @@ func (k *core) limits() (inject, txIOV, rxIOV, txSize int) {
 	return int(k.c.inject), int(k.c.tx_iov), int(k.c.rx_iov), int(k.c.tx_size)
 }
 
+// cqData is the core's cq_data_size.
+func (k *core) cqData() int { return int(k.c.cq_data) }
+
+// evTagData is the tag and CQ data of completion i of the last drain.
+func (k *core) evTagData(i int) (tag, data uint64) {
+	e := &k.evs[i]
+	return uint64(e.tag), uint64(e.data)
+}
+
+func (k *core) tsenddata(op uint32, sub, off, niov int, dest, tag, data uint64) int {
+	return int(C.lnx_tp_tsenddata(k.c, C.uint32_t(op), C.int(sub), C.int(off), C.int(niov), C.uint64_t(dest),
+		C.uint64_t(tag), C.uint64_t(data)))
+}
+
+func (k *core) trecvAny(op uint32, buf unsafe.Pointer, n int, src, tag, ignore uint64) int {
+	return int(C.lnx_tp_trecv_any(k.c, C.uint32_t(op), buf, C.size_t(n), C.uint64_t(src), C.uint64_t(tag),
+		C.uint64_t(ignore)))
+}
+
 func (k *core) name() ([]byte, error) {
 	buf := make([]byte, 256)
 	for {

@@ -18,6 +18,7 @@ const (
 	kRndv         // rendezvous send: RTS on sub 0, data on sub 1
 	kPull         // rendezvous receive: data on sub 0, CTS on sub 1
 	kCtl          // control message (CTS of a Discard, PING): sub 0
+	kTE           // receive of one peer's tagged eager messages (tp_tagged.go): sub 0
 )
 
 // Phases of the logical operation.
@@ -189,6 +190,8 @@ func (t *Transport) post(idx uint32, sub int) int {
 	switch o.kind {
 	case kBounce:
 		return t.k.recv(idx, unsafe.Add(t.bounce, int(idx)*t.bufSize), t.bufSize)
+	case kTE:
+		return t.k.trecvAny(idx, o.heap, t.cfg.SplitMax, o.peer.fiAddr, teClass, teIgnore)
 	case kEager, kCtl:
 		return t.k.sendv(idx, 0, 0, 1+o.niov, o.peer.fiAddr)
 	case kRndv:
@@ -249,6 +252,9 @@ func (t *Transport) runRetry() {
 		if o.kind != kBounce && (o.phase == phDone || o.peer == nil || o.peer.dead) {
 			// Given up meanwhile (the op finished, or its peer is gone).
 			o.queued &^= bit
+			if o.kind == kTE {
+				t.dropTE(uint32(e.idx))
+			}
 			t.maybeFree(uint32(e.idx))
 			continue
 		}
@@ -292,6 +298,10 @@ func (t *Transport) postFailed(idx uint32, sub int, ret int) {
 		// The buffer stays out of the pool.
 		t.stats.CoreErrors++
 		t.report(0, fmt.Errorf("control receive buffer %d lost: %w", idx, err))
+	case kTE:
+		t.stats.CoreErrors++
+		t.report(o.peer.id, fmt.Errorf("tagged eager receive lost: %w", err))
+		t.dropTE(idx)
 	case kRndv:
 		t.finishSend(idx, err)
 	case kPull:

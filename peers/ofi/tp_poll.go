@@ -53,6 +53,9 @@ func (t *Transport) Poll(onArrival func(*Arrival) bool, onSendDone func(sendID u
 	if len(t.creditQ) != 0 {
 		t.runCredits()
 	}
+	if len(t.teNeed) != 0 && len(t.free) != 0 {
+		t.runTENeed()
+	}
 	cnt := 0
 	if onArrival != nil && t.readyHd < len(t.ready) {
 		cnt += t.deliver(onArrival)
@@ -102,6 +105,10 @@ func (t *Transport) dispatch(i int) {
 	switch o.kind {
 	case kBounce:
 		t.onBounce(idx, errno, provErr, n)
+		return
+	case kTE:
+		tag, data := t.k.evTagData(i)
+		t.onTE(idx, errno, provErr, n, tag, data)
 		return
 	case kEager:
 		p := o.peer
@@ -244,6 +251,9 @@ func (t *Transport) onBounce(idx uint32, errno, provErr int, n uint64) {
 	if c := le.Uint16(b[2:]); c != 0 {
 		t.gotCredits(t.peers[src], c)
 	}
+	if p := t.peers[src]; p != nil {
+		p.heardFrom = true
+	}
 	o := &t.ops[idx]
 	switch kind := b[1]; kind {
 	case kindEager:
@@ -353,6 +363,10 @@ func (t *Transport) peerFor(src uint64) *Peer {
 // application seeing it (in a ping-pong, the reply is on its way by then).
 func (t *Transport) repost(idx uint32) {
 	t.ops[idx].rx = rxInfo{}
+	if o := &t.ops[idx]; o.kind == kTE && (o.peer.dead || t.closed) {
+		t.dropTE(idx)
+		return
+	}
 	t.reposts = append(t.reposts, idx)
 }
 
@@ -417,7 +431,10 @@ func (t *Transport) deliver(cb func(*Arrival) bool) int {
 		a.Hdr = rx.hdr
 		a.Size = rx.size
 		var rv *Rendezvous
-		if rx.kind == kindEager {
+		if rx.kind == kindEager && t.ops[idx].kind == kTE {
+			a.Eager = unsafe.Slice((*byte)(t.ops[idx].heap), rx.plen)
+			a.Rndv = nil
+		} else if rx.kind == kindEager {
 			a.Eager = unsafe.Slice((*byte)(unsafe.Add(t.bounce, int(idx)*t.bufSize+hdrEager)), rx.plen)
 			a.Rndv = nil
 		} else {
@@ -533,6 +550,12 @@ func (t *Transport) peerGone(p *Peer, why error) {
 				p.probing = false
 			}
 			t.release(uint32(i))
+		case kTE:
+			if o.pending&1 != 0 {
+				t.k.cancel(uint32(i), 0) // its completion frees the slot
+			} else if o.queued == 0 && o.rx.kind == 0 {
+				t.dropTE(uint32(i))
+			}
 		}
 	}
 }

@@ -63,6 +63,13 @@ func (t *Transport) SendMR(p *Peer, h Hdr, iov [][]byte, mrs []*MR, sendID uint6
 	if !t.takeCredit(p) {
 		return false, ErrAgain
 	}
+	if size > p.eagerMax && t.teOK(p, h, size) {
+		err := t.sendTE(p, h, iov, size, pieces, sendID)
+		if err != nil {
+			t.refundCredit(p)
+		}
+		return false, err
+	}
 	if size > p.eagerMax {
 		err := t.sendRndv(p, h, iov, mrs, size, pieces, sendID)
 		if err != nil {

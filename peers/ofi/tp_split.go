@@ -6,10 +6,11 @@ package ofi
 // default) in one go, and anything larger by its own rendezvous, which
 // costs about three times as much on tcp. lnx's 40-byte header pushes
 // payloads just under that limit over it: a 16 KiB MPI message would go
-// by rendezvous where rxm alone sends it eagerly. So a payload larger than
-// EagerMax but at most Config.SplitMax goes as a header (sequenced like an
-// RTS, carrying a tag) and, at the same time, a tagged core message with
-// the data. The receiver's core holds the data like any unexpected eager
+// by rendezvous where rxm alone sends it eagerly. Such a payload goes as
+// one tagged eager message where it can (tp_tagged.go); otherwise a
+// payload larger than EagerMax but at most Config.SplitMax goes as a
+// header (sequenced like an RTS, carrying a tag) and, at the same time,
+// a tagged core message with the data. The receiver's core holds the data like any unexpected eager
 // message; Pull posts a tagged receive for it straight into the caller's
 // buffers (the core copies from its own buffer, as for its eager
 // messages). There is no CTS: the send completes when the core has sent

@@ -91,6 +91,12 @@ type Config struct {
 	// never.
 	SplitMax int
 
+	// NoTaggedEager keeps split messages (header and data, two core
+	// messages) where the core could carry them as one tagged eager
+	// message (tp_tagged.go). Both sides must agree: every transport of
+	// one job is given the same setting.
+	NoTaggedEager bool
+
 	// NoRead keeps the rendezvous on CTS and tagged transfers even where
 	// the core can read remote memory (see the package doc).
 	NoRead bool
@@ -271,6 +277,11 @@ type Peer struct {
 	// credited back; creditDue while it sits in Transport.creditQ.
 	owed      uint32
 	creditDue bool
+	// Tagged eager messages (tp_tagged.go): heardFrom once a message of
+	// the peer arrived (it has then posted receives for ours); teOps
+	// receives are posted (or due) for its messages to us.
+	heardFrom bool
+	teOps     int
 }
 
 // ID returns the peer's transport id.
@@ -310,7 +321,8 @@ func (p *Peer) Context() any { return p.ctx }
 // Stats are cumulative counters of a Transport.
 type Stats struct {
 	Peers           int    // known peers
-	Outstanding     int    // operation slots in use (bounce buffers included)
+	Outstanding     int    // operation slots in use (bounce buffers included, TaggedRecvs not)
+	TaggedRecvs     int    // tagged eager receives posted for peers' messages (tp_tagged.go)
 	Injected        uint64 // eager sends completed inline (fi_inject)
 	EagerSends      uint64 // eager sends with a completion
 	RndvSends       uint64 // rendezvous sends started
@@ -328,6 +340,7 @@ type Stats struct {
 	CreditMsgs      uint64 // credit messages sent (credits that found no reply to ride on)
 	ReadSends       uint64 // rendezvous sends whose data the receiver read (RTS-read)
 	SplitSends      uint64 // sends of a header and a tagged data message at once (split)
+	TaggedEager     uint64 // sends as one tagged core message, header in tag and CQ data (tp_tagged.go)
 	Reads           uint64 // pulls done by reading the sender's buffer
 	ReadRegFailures uint64 // RTS-read not possible: the core refused to register the data
 	LeakedCloses    uint64 // Close left the core endpoint open (see Close)
@@ -351,6 +364,8 @@ type Transport struct {
 	addr     []byte
 	eagerMax uint64
 	inject   int
+	te       bool    // tagged eager messages (tp_tagged.go)
+	teNeed   []*Peer // peers still short of tagged eager receives
 	txIOV    int
 	rxIOV    int
 	bufSize  int
@@ -508,6 +523,9 @@ func newTransport(d *Domain, cfg Config) (*Transport, error) {
 		t0:       time.Now(),
 		nextTag:  1,
 	}
+	// Tagged eager messages need the core's tagged receives directed at
+	// a source and 8 bytes of CQ data (the caller's tag).
+	t.te = !cfg.NoTaggedEager && cfg.SplitMax > cfg.EagerMax && k.cqData() >= 8
 	if cfg.SrcName != nil {
 		t.id = NameID(name)
 	}
@@ -575,6 +593,15 @@ func (t *Transport) EagerMax() int { return int(t.eagerMax) }
 // have (the core's iov limit). Eager sends take any number.
 func (t *Transport) MaxIOV() (send, pull int) { return t.txIOV, t.rxIOV }
 
+// Copies reports whether Send of size bytes to p copies the payload before
+// it returns (the message goes with the core's fi_inject, Send returns
+// done=true), so that the caller's buffers are reusable at once. Other
+// sends leave the core reading the caller's buffers until onSendDone: an
+// fi_inject of the application must then stage its data first.
+func (t *Transport) Copies(p *Peer, size uint64) bool {
+	return size <= p.eagerMax && hdrEager+size <= uint64(t.inject)
+}
+
 // Config returns the effective configuration.
 func (t *Transport) Config() Config { return t.cfg }
 
@@ -583,6 +610,10 @@ func (t *Transport) Stats() Stats {
 	s := t.stats
 	s.Peers = len(t.peers)
 	s.Outstanding = len(t.ops) - len(t.free)
+	for _, p := range t.peers {
+		s.TaggedRecvs += p.teOps
+	}
+	s.Outstanding -= s.TaggedRecvs
 	if t.k.c != nil {
 		s.CoreReads = t.k.reads()
 	}
@@ -636,6 +667,7 @@ func (t *Transport) connect(a addrInfo) (*Peer, error) {
 	if p.owed != 0 {
 		t.returnCredits(p) // it sent before we knew where to answer
 	}
+	t.postTE(p)
 	return p, nil
 }
 
@@ -712,6 +744,12 @@ func (t *Transport) Close() error {
 		t.closeMR(&t.ops[i]) // the domain would refuse to close with them
 	}
 	err := t.k.close()
+	for i := range t.ops {
+		if o := &t.ops[i]; o.kind == kTE {
+			cfree(o.heap) // receives the core no longer holds
+			o.heap = nil
+		}
+	}
 	t.unpinAll()
 	t.freeC()
 	if t.dom != nil {

@@ -54,6 +54,34 @@ const (
 	ctsRead    = 3 // the receiver read the data (RTS-read); complete
 )
 
+// Tagged eager messages (tp_tagged.go) carry no wire header: the core's
+// tag and CQ data hold it. Tag bits 63-62 are 11 (rendezvous data tags
+// use 10 and split data tags 01), bits 61-40 the caller's CQ data (22
+// bits), bits 39-32 the caller's flags (8 bits), bits 31-0 the sequence
+// number; the CQ data is the caller's tag. The sender is the peer whose
+// directed receive took the message.
+const (
+	teClass  = uint64(3) << 62
+	teIgnore = uint64(1)<<62 - 1
+	teFlagsN = 8
+	teDataN  = 22
+)
+
+// teFits says whether h fits the tag of a tagged eager message.
+func teFits(h Hdr) bool { return h.Flags < 1<<teFlagsN && h.Data < 1<<teDataN }
+
+func teTag(h Hdr, seq uint32) uint64 {
+	return teClass | h.Data<<40 | uint64(h.Flags)<<32 | uint64(seq)
+}
+
+// teHdr reads a tagged eager message's header from its tag and CQ data.
+func teHdr(tag, data uint64) (h Hdr, seq uint32, ok bool) {
+	if tag&^teIgnore != teClass {
+		return Hdr{}, 0, false
+	}
+	return Hdr{Tag: data, Flags: uint32(tag>>32) & (1<<teFlagsN - 1), Data: tag >> 40 & (1<<teDataN - 1)}, uint32(tag), true
+}
+
 var le = binary.LittleEndian
 
 func putCommon(b []byte, kind uint8, word uint32, src uint64) {

@@ -4,7 +4,7 @@
  * libfabric provider, several providers side by side in one invocation.
  * With -R, one-sided operations instead (RMA mode, below).
  *
- *   fi_bench [-R] [-r rounds] [-n iters] [-s size,size,...] [-c file.csv] [-q] CASE...
+ *   fi_bench [-R] [-r rounds] [-n iters] [-w warmup] [-s size,size,...] [-c file.csv] [-q] CASE...
  *   CASE = label=prov[@links][#nodeid][%mode][^VAR=value]
  *          e.g. lnx=lnx@shm  shm=shm  lnxdev=lnx@shm%dev
  *
@@ -54,7 +54,8 @@
 #define WINDOW	   64
 #define TAG_DATA   0x1234
 #define TAG_ACK	   0x99
-#define WARMUP	   50000 /* 1-byte round trips before the first size */
+
+static int warmup = 50000; /* 1-byte round trips before the first size (-w) */
 
 struct bcase {
 	char label[32];
@@ -355,7 +356,7 @@ static void run_rma(int rank, struct ctx *c, struct result *res)
 		wait_n(c, 1); /* reading the CQ progresses the operations aimed at us */
 		return;
 	}
-	for (int i = 0; i < WARMUP / 10; i++) {
+	for (int i = 0; i < warmup / 10; i++) {
 		post_rma(c, 'w', 1, 0);
 		wait_n(c, 1);
 	}
@@ -420,7 +421,7 @@ static void run_rank(int rank, const struct bcase *bc, int rfd, int wfd, int res
 	 * that has just started runs slower for some milliseconds (page
 	 * faults, lazy binding, and for lnx the Go runtime's monitor thread,
 	 * which wakes every 20 us at first and backs off to 10 ms). */
-	for (int i = 0; i < WARMUP; i++) {
+	for (int i = 0; i < warmup; i++) {
 		if (rank == 0) {
 			post_recv(&c, 1, TAG_DATA, 1);
 			post_send(&c, 1, TAG_DATA, 0);
@@ -537,7 +538,7 @@ int main(int argc, char **argv)
 {
 	int rounds = 5, opt, quiet = 0;
 	const char *sizelist = "1,8,64,512,4096,65536,1048576,4194304", *csvpath = NULL;
-	while ((opt = getopt(argc, argv, "Rr:n:s:c:q")) != -1) {
+	while ((opt = getopt(argc, argv, "Rr:n:w:s:c:q")) != -1) {
 		switch (opt) {
 		case 'R':
 			rma_mode = 1;
@@ -547,6 +548,9 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			iters = atoi(optarg);
+			break;
+		case 'w':
+			warmup = atoi(optarg);
 			break;
 		case 's':
 			sizelist = optarg;
@@ -559,8 +563,8 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr,
-				"usage: %s [-R] [-r rounds] [-n iters] [-s sizes] [-c file.csv]"
-				" [-q] label=prov[@links][#node]...\n",
+				"usage: %s [-R] [-r rounds] [-n iters] [-w warmup] [-s sizes]"
+				" [-c file.csv] [-q] label=prov[@links][#node]...\n",
 				argv[0]);
 			return 1;
 		}

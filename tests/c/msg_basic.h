@@ -305,6 +305,73 @@ static void sizes_expected_b(struct peer *p, void *arg)
 	}
 }
 
+/* Around the network core's eager limit (tcp;ofi_rxm: 16 KiB): after one
+ * small message each way, 16383 and 16384 bytes with CQ data that fits
+ * lnx's tagged eager header go as one core message each, 16384 with CQ
+ * data that does not as a split message, 16385 by rendezvous (the
+ * "threshold_stats" ctest checks that from FI_LNX_DUMP_STATS). Data,
+ * lengths, tags, CQ data and source are checked, and the order. */
+static const size_t k_thr_sizes[] = { 16383, 16384, 16384, 16385 };
+static const uint64_t k_thr_data[] = { 0x2a, 0x3fffff, 0xCAFEBABE, 0x2b };
+#define NTHR (sizeof(k_thr_sizes) / sizeof(k_thr_sizes[0]))
+
+static void threshold_a(struct peer *p, void *arg)
+{
+	struct fi_context2 ctx[NTHR + 1];
+	uint8_t one = 1, *b[NTHR];
+	POST(p->l.cq, x_send(p, 1, &one, 1, 0x700, &ctx[NTHR]));
+	wait_send(p, &ctx[NTHR], "threshold hello");
+	struct want_recv w = { &ctx[NTHR], 1, 0x701, 0, 0, peer_addr(p) };
+	POST(p->l.cq, x_recv(p, &one, 1, peer_addr(p), 0x701, 0, &ctx[NTHR]));
+	wait_recv(p, &w, "threshold reply");
+	void *cp[NTHR];
+	for (size_t i = 0; i < NTHR; i++) {
+		b[i] = sbuf(k_thr_sizes[i], 700 + i);
+		cp[i] = &ctx[i];
+		POST(p->l.cq,
+		     x_senddata(p, 1, b[i], k_thr_sizes[i], k_thr_data[i], 0x710 + i, &ctx[i]));
+	}
+	struct fi_cq_tagged_entry ents[NTHR];
+	wait_all(p, NTHR, cp, ents, NULL, "threshold sends");
+	for (size_t i = 0; i < NTHR; i++) {
+		check_send_entry(&ents[i], &ctx[i], "threshold send");
+		free(b[i]);
+	}
+	barrier(p);
+}
+
+static void threshold_b(struct peer *p, void *arg)
+{
+	struct fi_context2 ctx[NTHR + 1];
+	uint8_t one = 0, *b[NTHR];
+	struct want_recv h = { &ctx[NTHR], 1, 0x700, 0, 0, peer_addr(p) };
+	POST(p->l.cq, x_recv(p, &one, 1, peer_addr(p), 0x700, 0, &ctx[NTHR]));
+	wait_recv(p, &h, "threshold hello");
+	POST(p->l.cq, x_send(p, 0, &one, 1, 0x701, &ctx[NTHR]));
+	wait_send(p, &ctx[NTHR], "threshold reply");
+	/* Half the receives posted before the messages arrive, half after
+	 * (in order: untagged receives match in arrival order). */
+	for (size_t i = 0; i < NTHR; i++) {
+		b[i] = rbuf(k_thr_sizes[i]);
+		if (i < NTHR / 2)
+			POST(p->l.cq,
+			     x_recv(p, b[i], k_thr_sizes[i], peer_addr(p), 0x710 + i, 0, &ctx[i]));
+	}
+	for (size_t i = 0; i < NTHR; i++) {
+		char what[64];
+		snprintf(what, sizeof(what), "threshold recv %zu (%zu B)", i, k_thr_sizes[i]);
+		if (i >= NTHR / 2)
+			POST(p->l.cq,
+			     x_recv(p, b[i], k_thr_sizes[i], peer_addr(p), 0x710 + i, 0, &ctx[i]));
+		struct want_recv w = { &ctx[i], k_thr_sizes[i], 0x710 + i,
+				       1,	k_thr_data[i],	peer_addr(p) };
+		wait_recv(p, &w, what);
+		rbuf_check(b[i], k_thr_sizes[i], k_thr_sizes[i], 700 + i, what);
+		free(b[i]);
+	}
+	barrier(p);
+}
+
 /* Sends first; receives posted once the messages had time to arrive
  * (unexpected path), in reverse order to exercise the unexpected queue.
  * Untagged messages match in arrival order, so B posts receives big

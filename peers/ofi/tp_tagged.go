@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
+package ofi
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Tagged eager messages. A payload above EagerMax (lnx's header plus the
+// payload would exceed the core's eager limit) but within Config.SplitMax
+// (the core's eager limit: rxm's 16 KiB) goes as one tagged core message
+// with no wire header: the tag carries the sequence number, the caller's
+// flags and CQ data (when they fit, teFits), and the core's CQ data the
+// caller's tag (wire.go). The core sends it eagerly, as it would the
+// application's own message of that size, instead of a header and a data
+// message (split, tp_split.go) or a rendezvous.
+//
+// Each receiver keeps teBufs tagged receives of SplitMax bytes posted per
+// peer it has connected to, directed at that peer (so the completion
+// names the sender) and matching only the tagged eager class of tags.
+// A sender uses the form only towards a peer it has heard from: that peer
+// has connected to it, and so has posted (or, short of operation slots,
+// will post) receives for it; a message that arrives before one is posted
+// waits in the core like any unexpected message. Arrivals join the
+// sender's other messages in sequence order and are delivered like eager
+// ones (Arrival.Eager points into the receive buffer until it is
+// reposted); they take and return credits like them.
+//
+// Both sides decide to use the form from their core (cq_data_size >= 8)
+// and Config.NoTaggedEager, so all transports of a job must agree on the
+// latter.
+
+// teBufs is the number of tagged eager receives posted per peer.
+const teBufs = 2
+
+// teOK says whether a send of size bytes with header h to p goes as a
+// tagged eager message.
+func (t *Transport) teOK(p *Peer, h Hdr, size uint64) bool {
+	return t.te && p.heardFrom && size <= uint64(t.cfg.SplitMax) && teFits(h)
+}
+
+// postTE posts p's tagged eager receives (those missing), or queues p
+// until operation slots are free.
+func (t *Transport) postTE(p *Peer) {
+	if !t.te || !p.hasAddr || p.dead {
+		return
+	}
+	for p.teOps < teBufs {
+		idx := t.alloc(kTE, false)
+		if idx < 0 {
+			t.teNeed = append(t.teNeed, p)
+			return
+		}
+		o := &t.ops[idx]
+		o.heap = cmalloc(t.cfg.SplitMax)
+		if o.heap == nil {
+			t.freeSlot(uint32(idx))
+			t.teNeed = append(t.teNeed, p)
+			return
+		}
+		o.peer = p
+		p.teOps++
+		t.postOrQueue(uint32(idx), 0)
+	}
+}
+
+// runTENeed posts the receives that found no free slot before.
+func (t *Transport) runTENeed() {
+	q := t.teNeed
+	t.teNeed = nil
+	for _, p := range q {
+		if p.teOps < teBufs {
+			t.postTE(p)
+		}
+	}
+}
+
+// dropTE retires a tagged eager receive (its peer is gone, or the
+// transport closes) once the core no longer holds it.
+func (t *Transport) dropTE(idx uint32) {
+	o := &t.ops[idx]
+	if o.phase == phDone {
+		return
+	}
+	o.phase = phDone
+	o.rx = rxInfo{}
+	o.peer.teOps--
+	t.maybeFree(idx)
+}
+
+// sendTE sends one tagged eager message.
+func (t *Transport) sendTE(p *Peer, h Hdr, iov [][]byte, size uint64, pieces int, sendID uint64) error {
+	idx := t.alloc(kEager, true)
+	if idx < 0 {
+		return ErrAgain
+	}
+	uidx := uint32(idx)
+	o := &t.ops[idx]
+	n := 0
+	if pieces <= t.txIOV {
+		for _, b := range iov {
+			if len(b) != 0 {
+				n++
+				t.k.setIOV(uidx, n, o.pinBuf(b), len(b))
+				t.k.setDesc(uidx, n, nil)
+			}
+		}
+	} else {
+		// More pieces than the core takes: one staged copy.
+		o.heap = cmalloc(int(size))
+		if o.heap == nil {
+			t.freeSlot(uidx)
+			return ErrAgain
+		}
+		b := unsafe.Slice((*byte)(o.heap), int(size))
+		off := 0
+		for _, x := range iov {
+			off += copy(b[off:], x)
+		}
+		n = 1
+		t.k.setIOV(uidx, 1, o.heap, int(size))
+		t.k.setDesc(uidx, 1, nil)
+	}
+	o.niov = n
+	if ret := t.k.tsenddata(uidx, 0, 1, n, p.fiAddr, teTag(h, p.txSeq), h.Tag); ret != 0 {
+		o.unpin()
+		t.freeSlot(uidx)
+		return t.sendFailed(p, ret)
+	}
+	o.pending = 1
+	o.peer = p
+	o.sendID = sendID
+	t.wait(p)
+	p.txSeq++
+	p.eagainSince = 0
+	p.active = true
+	t.stats.TaggedEager++
+	return nil
+}
+
+// onTE handles the completion of a tagged eager receive.
+func (t *Transport) onTE(idx uint32, errno, provErr int, n, tag, data uint64) {
+	o := &t.ops[idx]
+	p := o.peer
+	if errno != 0 {
+		if errno == cECANCELED || t.closed || p.dead {
+			t.dropTE(idx)
+			return
+		}
+		t.report(p.id, coreErr("tagged eager receive", errno, provErr))
+		t.coreFailure(p, errno, provErr)
+		t.repost(idx)
+		return
+	}
+	h, seq, ok := teHdr(tag, data)
+	if !ok || n > uint64(t.cfg.SplitMax) {
+		t.malformed(p.id, fmt.Sprintf("tagged eager message of %d bytes, tag %#x", n, tag))
+		t.repost(idx) // its sequence number is unknown: nothing to hold back
+		return
+	}
+	t.heard(p)
+	p.heardFrom = true
+	o.rx = rxInfo{kind: kindEager, peer: p, hdr: h, size: n, plen: int(n)}
+	t.sequence(p, idx, seq)
+}
