@@ -12,10 +12,10 @@ import "C"
 import (
 	"unsafe"
 
+	"github.com/lnx-go/lnx-go/capi/cinfo"
+	"github.com/lnx-go/lnx-go/internal/fi"
 	"github.com/lnx-go/lnx-go/lnx"
-	"github.com/lnx-go/lnx-go/lnx/fi"
 	"github.com/lnx-go/lnx-go/lnx/logging"
-	"github.com/lnx-go/lnx-go/peers/ofi"
 )
 
 // fiLog is the logging sink backed by libfabric's fi_log.
@@ -54,7 +54,7 @@ func lnx_go_getinfo(version C.uint32_t, node, service *C.char, flags C.uint64_t,
 	storeCPtr((*unsafe.Pointer)(unsafe.Pointer(info)), nil)
 	var h *fi.Info
 	if hints != nil {
-		hi := ofi.InfoFromC(unsafe.Pointer(hints))
+		hi := cinfo.FromC(unsafe.Pointer(hints))
 		h = &hi
 	}
 	var ns *lnx.NodeService
@@ -75,14 +75,14 @@ func lnx_go_getinfo(version C.uint32_t, node, service *C.char, flags C.uint64_t,
 	}
 	list := make([]unsafe.Pointer, 0, len(infos))
 	for i := range infos {
-		p := ofi.InfoToC(&infos[i])
+		p := cinfo.ToC(&infos[i])
 		if p == nil {
-			ofi.FreeInfo(ofi.LinkInfos(list))
+			cinfo.Free(cinfo.Link(list))
 			return -C.FI_ENOMEM
 		}
 		list = append(list, p)
 	}
-	storeCPtr((*unsafe.Pointer)(unsafe.Pointer(info)), ofi.LinkInfos(list))
+	storeCPtr((*unsafe.Pointer)(unsafe.Pointer(info)), cinfo.Link(list))
 	return 0
 }
 
@@ -130,7 +130,7 @@ func lnx_go_domain(fh C.lnx_handle, info *C.struct_fi_info, h *C.lnx_handle) (re
 	if info == nil {
 		return code("fi_domain", fi.Wrap(fi.EINVAL, "fi_domain needs an fi_info"))
 	}
-	d, err := f.OpenDomain(ofi.InfoFromC(unsafe.Pointer(info)))
+	d, err := f.OpenDomain(cinfo.FromC(unsafe.Pointer(info)))
 	if err != nil {
 		return code("fi_domain", err)
 	}
@@ -214,7 +214,7 @@ func lnx_go_endpoint(dh C.lnx_handle, info *C.struct_fi_info, fast *C.struct_lnx
 	}
 	var in fi.Info
 	if info != nil {
-		in = ofi.InfoFromC(unsafe.Pointer(info))
+		in = cinfo.FromC(unsafe.Pointer(info))
 	}
 	e, err := d.OpenEndpoint(in)
 	if err != nil {

@@ -11,8 +11,8 @@ import "C"
 import (
 	"unsafe"
 
+	"github.com/lnx-go/lnx-go/internal/fi"
 	"github.com/lnx-go/lnx-go/lnx"
-	"github.com/lnx-go/lnx-go/lnx/fi"
 )
 
 // writeEntry stores c as the i-th entry of a C array in the CQ's format.

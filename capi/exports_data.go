@@ -14,8 +14,8 @@ import "C"
 import (
 	"unsafe"
 
+	"github.com/lnx-go/lnx-go/internal/fi"
 	"github.com/lnx-go/lnx-go/lnx"
-	"github.com/lnx-go/lnx-go/lnx/fi"
 )
 
 // fillOp converts a C iov/desc array into op without allocating for the

@@ -13,8 +13,8 @@ import (
 	"unsafe"
 
 	"github.com/lnx-go/lnx-go/hmem"
+	"github.com/lnx-go/lnx-go/internal/fi"
 	"github.com/lnx-go/lnx-go/lnx"
-	"github.com/lnx-go/lnx-go/lnx/fi"
 )
 
 // lnx_go_mr_reg registers memory (every fi_mr_reg* variant arrives here as

@@ -11,8 +11,8 @@ import "C"
 import (
 	"unsafe"
 
+	"github.com/lnx-go/lnx-go/internal/fi"
 	"github.com/lnx-go/lnx-go/lnx"
-	"github.com/lnx-go/lnx-go/lnx/fi"
 )
 
 // waitSetOf returns the wait set a CQ or counter attribute names, for

@@ -8,8 +8,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/lnx-go/lnx-go/internal/fi"
 	"github.com/lnx-go/lnx-go/lnx/config"
-	"github.com/lnx-go/lnx-go/lnx/fi"
 	"github.com/lnx-go/lnx-go/peers/ofi"
 )
 

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/internal/fi"
 	"github.com/lnx-go/lnx-go/peers"
 	"github.com/lnx-go/lnx-go/peers/ofi"
 	"github.com/lnx-go/lnx-go/shm"

@@ -5,7 +5,7 @@ package lnx
 import (
 	"sync/atomic"
 
-	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/internal/fi"
 )
 
 // Cntr is an lnx completion counter.

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/internal/fi"
 )
 
 // Completion is one CQ entry in format-neutral form; capi writes it out in

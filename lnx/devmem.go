@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lnx-go/lnx-go/hmem"
-	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/internal/fi"
 )
 
 // Device memory on the data path. lnx never reads or writes device memory

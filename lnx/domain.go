@@ -6,8 +6,8 @@ import (
 	"errors"
 	"sync/atomic"
 
+	"github.com/lnx-go/lnx-go/internal/fi"
 	"github.com/lnx-go/lnx-go/lnx/config"
-	"github.com/lnx-go/lnx-go/lnx/fi"
 	"github.com/lnx-go/lnx-go/lnx/links"
 	"github.com/lnx-go/lnx-go/lnx/logging"
 	"github.com/lnx-go/lnx-go/peers/ofi"

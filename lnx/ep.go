@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/lnx-go/lnx-go/hmem"
+	"github.com/lnx-go/lnx-go/internal/fi"
 	"github.com/lnx-go/lnx-go/lnx/config"
-	"github.com/lnx-go/lnx-go/lnx/fi"
 	"github.com/lnx-go/lnx-go/lnx/logging"
 	"github.com/lnx-go/lnx-go/peers"
 	"github.com/lnx-go/lnx-go/peers/ofi"

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lnx-go/lnx-go/internal/fi"
 	"github.com/lnx-go/lnx-go/lnx/config"
-	"github.com/lnx-go/lnx-go/lnx/fi"
 	"github.com/lnx-go/lnx-go/lnx/links"
 	"github.com/lnx-go/lnx-go/lnx/logging"
 	"github.com/lnx-go/lnx-go/peers/ofi"

@@ -7,7 +7,7 @@ import (
 	"github.com/lnx-go/lnx-go/lnx/config"
 	"testing"
 
-	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/internal/fi"
 	"github.com/lnx-go/lnx-go/lnx/links"
 )
 

@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/lnx-go/lnx-go/hmem"
-	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/internal/fi"
 	"github.com/lnx-go/lnx-go/lnx/logging"
 )
 

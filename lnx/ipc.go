@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/lnx-go/lnx-go/hmem"
-	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/internal/fi"
 	"github.com/lnx-go/lnx-go/lnx/logging"
 	"github.com/lnx-go/lnx-go/shm"
 )

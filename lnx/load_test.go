@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/internal/fi"
 )
 
 // node is one endpoint with its own AV and CQ in a shm-only domain.

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lnx-go/lnx-go/hmem"
-	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/internal/fi"
 	"github.com/lnx-go/lnx-go/peers/ofi"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/internal/fi"
 )
 
 // pair is two enabled endpoints of one shm-only domain that know each other.

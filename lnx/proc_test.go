@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/internal/fi"
 )
 
 // foreignBuf is memory outside the Go heap, like an MPI application's.

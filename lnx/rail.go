@@ -3,7 +3,7 @@
 package lnx
 
 import (
-	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/internal/fi"
 	"github.com/lnx-go/lnx-go/lnx/logging"
 	"github.com/lnx-go/lnx-go/peers/ofi"
 )

@@ -4,8 +4,8 @@
  * liblnx-fi.so built against the 1.17 headers (Debian 12) can serve 2.x
  * applications too. Values were read from libfabric 2.1's headers;
  * tests/deb13/abi2_mirror.c checks every one of them against the real 2.x
- * headers in the Debian 13 root, and peers/ofi checks lnx/fi's Go copies
- * against this file.
+ * headers in the Debian 13 root, and capi/cinfo checks internal/fi's Go
+ * copies against this file.
  *
  * Which of these apply is decided at run time from the API version an
  * application asked for (fabric_attr->api_version), never at build time.

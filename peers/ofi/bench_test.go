@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/internal/fi"
 )
 
 func benchPair(b *testing.B) (*Transport, *Transport, *Peer, *Peer) {

@@ -44,7 +44,8 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/capi/cinfo"
+	"github.com/lnx-go/lnx-go/internal/fi"
 )
 
 // CoreInfo is one fi_info a core provider returned; C owns the memory.
@@ -98,7 +99,7 @@ func GetInfo(version uint32, prov, domain string, caps uint64) (*List, error) {
 	}
 	l := &List{head: head}
 	for p := head; p != nil; p = p.next {
-		ci := &CoreInfo{c: p, Info: InfoFromC(unsafe.Pointer(p))}
+		ci := &CoreInfo{c: p, Info: cinfo.FromC(unsafe.Pointer(p))}
 		// A utility over a different core (e.g. "tcp;ofi_rxm" asked as
 		// "ofi_rxm") is fine; a different top name is libfabric being lax.
 		if !provMatches(prov, ci.Fabric.ProvName) {

@@ -14,7 +14,7 @@ import (
 	"errors"
 	"unsafe"
 
-	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/internal/fi"
 )
 
 // Limits of the C operation table.

@@ -2,7 +2,7 @@
 
 package ofi
 
-import "github.com/lnx-go/lnx-go/lnx/fi"
+import "github.com/lnx-go/lnx-go/internal/fi"
 
 // Errors of the Transport. Each carries a libfabric code, so fi.Code maps
 // it (and anything wrapping it) to the value a C caller should see.

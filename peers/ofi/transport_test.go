@@ -13,7 +13,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/internal/fi"
 	"golang.org/x/sys/unix"
 )
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 
-package ofi
+package cinfo
 
 /*
 #include <rdma/fabric.h>
@@ -8,7 +8,7 @@ package ofi
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_eq.h>
-#cgo CFLAGS: -I${SRCDIR}/../../capi/include
+#cgo CFLAGS: -I${SRCDIR}/../include
 #include "lnx_abi2.h"
 */
 import "C"
@@ -16,7 +16,7 @@ import "C"
 import (
 	"fmt"
 
-	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/internal/fi"
 )
 
 // ABIMismatches compares package fi's Go mirror with the C headers lnx is

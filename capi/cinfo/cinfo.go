@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 
-package ofi
+package cinfo
 
 /*
 #cgo pkg-config: libfabric
@@ -15,7 +15,7 @@ import "C"
 import (
 	"unsafe"
 
-	"github.com/lnx-go/lnx-go/lnx/fi"
+	"github.com/lnx-go/lnx-go/internal/fi"
 )
 
 func goStr(s *C.char) string {
@@ -32,13 +32,13 @@ func cStr(s string) *C.char {
 	return C.CString(s)
 }
 
-// maxHintAddr bounds the src_addr and dest_addr bytes InfoFromC reads from hints: no
+// maxHintAddr bounds the src_addr and dest_addr bytes FromC reads from hints: no
 // address of lnx or of a core is longer, and a nonsense length must not
 // make it read far past the caller's buffer.
 const maxHintAddr = 4096
 
-// InfoFromC copies a C struct fi_info (one element, not the list).
-func InfoFromC(p unsafe.Pointer) fi.Info {
+// FromC copies a C struct fi_info (one element, not the list).
+func FromC(p unsafe.Pointer) fi.Info {
 	ci := (*C.struct_fi_info)(p)
 	var in fi.Info
 	if ci == nil {
@@ -95,13 +95,13 @@ func InfoFromC(p unsafe.Pointer) fi.Info {
 	return in
 }
 
-// InfoToC allocates a C struct fi_info (with fi_allocinfo, so fi_freeinfo
+// ToC allocates a C struct fi_info (with fi_allocinfo, so fi_freeinfo
 // releases it) holding in. The running libfabric allocates it, so fields a
 // newer libfabric appended to the attribute structs exist and are zero.
 // prov_name is set only when in.Fabric.ProvName is: libfabric 1.x fills it
 // for a core-typed DL provider and asserts it is unset; 2.x appends ":lnx"
 // to what an lnx-typed provider sets.
-func InfoToC(in *fi.Info) unsafe.Pointer {
+func ToC(in *fi.Info) unsafe.Pointer {
 	ci := C.fi_dupinfo(nil)
 	if ci == nil {
 		return nil
@@ -160,8 +160,8 @@ func InfoToC(in *fi.Info) unsafe.Pointer {
 	return unsafe.Pointer(ci)
 }
 
-// LinkInfos chains C fi_info elements into a list in order.
-func LinkInfos(list []unsafe.Pointer) unsafe.Pointer {
+// Link chains C fi_info elements into a list in order.
+func Link(list []unsafe.Pointer) unsafe.Pointer {
 	for i := 0; i+1 < len(list); i++ {
 		(*C.struct_fi_info)(list[i]).next = (*C.struct_fi_info)(list[i+1])
 	}
@@ -171,8 +171,8 @@ func LinkInfos(list []unsafe.Pointer) unsafe.Pointer {
 	return list[0]
 }
 
-// FreeInfo releases a list made by libfabric or by InfoToC.
-func FreeInfo(p unsafe.Pointer) {
+// Free releases a list made by libfabric or by ToC.
+func Free(p unsafe.Pointer) {
 	if p != nil {
 		C.fi_freeinfo((*C.struct_fi_info)(p))
 	}
