@@ -47,7 +47,7 @@ func (e *Endpoint) armable() bool {
 }
 
 // arm lends the rings and the endpoint's one posted receive to C when the
-// case holds (e.mu held, after progress). It reports whether it did; the
+// case holds (e locked, after progress). It reports whether it did; the
 // caller then watches only the claim word (C watches the rings).
 func (e *Endpoint) arm() bool {
 	if !e.canArm || e.armed != nil {
@@ -137,14 +137,7 @@ func (e *Endpoint) arm() bool {
 	return true
 }
 
-// lock takes e.mu for a call into Go for the endpoint, and the rings back
-// from C: whatever runs under it sees Go's rings and queues whole.
-func (e *Endpoint) lock() {
-	e.mu.Lock()
-	e.disarm()
-}
-
-// disarm takes the rings back from C (e.mu held; see lock). If C
+// disarm takes the rings back from C (e locked; see lock). If C
 // completed the armed receive, it leaves the posted queue here.
 func (e *Endpoint) disarm() {
 	r := e.armed
@@ -197,7 +190,7 @@ func (e *Endpoint) disarm() {
 }
 
 // unhookArm stops the receive CQ's C side from reading this endpoint's
-// arm before its memory goes (e.mu held, disarmed); the CQ's detach then
+// arm before its memory goes (e locked, disarmed); the CQ's detach then
 // waits out readers.
 func (e *Endpoint) unhookArm() {
 	if e.fast == nil || e.rxCQ == nil || e.rxCQ.gate.m == nil {
@@ -214,7 +207,7 @@ func (e *Endpoint) unhookArm() {
 func (e *Endpoint) netHotNow() bool { return len(e.nets) > 0 && e.netHot > 0 }
 
 // lendNet lends the endpoint's network transport to C with the arm a
-// (e.mu held): C reads its core CQ, and may complete the armed receive
+// (e locked): C reads its core CQ, and may complete the armed receive
 // with the next eager message of the one network peer it can come from:
 // the posted source, or for any source the last network sender. With
 // several network cores (multi-rail), Go keeps polling them itself.
@@ -240,7 +233,7 @@ func (e *Endpoint) lendNet(a *armMem, src uint64) bool {
 	return true
 }
 
-// reclaimNet takes the network transport back from C (e.mu held): what C
+// reclaimNet takes the network transport back from C (e locked): what C
 // took or read counts as network activity, and C's reads of the core as
 // polls.
 func (e *Endpoint) reclaimNet() {
@@ -257,8 +250,8 @@ func (e *Endpoint) reclaimNet() {
 // otherwise the next receive posted would be queued for Go and the read
 // after it enter Go as well.
 func (e *Endpoint) armAfterCQRead(q *CQ, kicks uint32) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.lockToArm()
+	defer e.unlock()
 	if !e.enabled || e.rxCQ != q || e.needsLocalPoll() || !e.arm() {
 		return
 	}
@@ -272,7 +265,7 @@ func (e *Endpoint) armAfterCQRead(q *CQ, kicks uint32) {
 }
 
 // watchArmed adds to w what C's gate watches while the endpoint is armed
-// (e.mu held): C reads the rings, and a lent network core, itself; a new
+// (e locked): C reads the rings, and a lent network core, itself; a new
 // ring still shows in the claim word.
 func (e *Endpoint) watchArmed(w *watchSet) {
 	w.lent = w.lent || e.fast.arm.net != 0

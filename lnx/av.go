@@ -100,7 +100,7 @@ func (av *AV) Remove(addrs []uint64) error {
 		e.lock()
 		e.forgetAddrs(addrs)
 		e.releasePeers()
-		e.mu.Unlock()
+		e.unlock()
 	}
 	return nil
 }

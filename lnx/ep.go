@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"slices"
-	"sync"
 	"syscall"
 	"time"
 
@@ -32,7 +31,7 @@ type Endpoint struct {
 	Domain *Domain
 	Info   fi.Info
 
-	mu      sync.Mutex
+	guard   epGuard // taken only through lock, lockCollecting, lockToArm (eplock.go)
 	enabled bool
 	closed  bool // Close ran: late progress calls find nothing to do
 	av      *AV
@@ -92,7 +91,7 @@ type Endpoint struct {
 
 	fast *fastMem // C's fast send and receive paths (fast.go); nil in Go tests
 	mrOf func(uintptr) *MR
-	// queuedOp carries each receive C queued into recvLocked (e.mu held).
+	// queuedOp carries each receive C queued into recvLocked (e locked).
 	queuedOp Op
 	// Armed receives (arm.go): whether the endpoint may arm, the receive
 	// lent to C (nil: the rings are Go's), the last receive posted.
@@ -103,7 +102,7 @@ type Endpoint struct {
 	armed        *recvCtx
 	lastPost     *recvCtx
 	lastNet      *ofi.Peer // the last network sender (nil: unknown), for lendNet
-	// collecting is the CQ whose read is driving progressWatch (e.mu held).
+	// collecting is the CQ whose read is driving progressWatch (e locked).
 	collecting *CQ
 
 	srcCache struct{ id, gen, addr uint64 } // shmSource's last answer
@@ -181,7 +180,7 @@ func (e *Endpoint) closeCores() error {
 // Bind attaches an AV, CQ or counter.
 func (e *Endpoint) Bind(obj any, flags uint64) error {
 	e.lock()
-	defer e.mu.Unlock()
+	defer e.unlock()
 	if e.enabled {
 		return fi.Wrap(fi.EOPBADSTATE, "endpoint already enabled")
 	}
@@ -244,7 +243,7 @@ func (e *Endpoint) Bind(obj any, flags uint64) error {
 // Enable makes the endpoint ready for data transfer.
 func (e *Endpoint) Enable() error {
 	e.lock()
-	defer e.mu.Unlock()
+	defer e.unlock()
 	if e.closed {
 		return fi.Wrap(fi.EOPBADSTATE, "endpoint is closed")
 	}
@@ -267,7 +266,7 @@ func (e *Endpoint) Enable() error {
 // FI_SETOPSFLAG); which = FI_TRANSMIT or FI_RECV in the flags word.
 func (e *Endpoint) OpsFlags(v *uint64, set bool) error {
 	e.lock()
-	defer e.mu.Unlock()
+	defer e.unlock()
 	dir := *v & (fi.SEND | fi.RECV)
 	p := &e.txFlags
 	switch dir {
@@ -292,7 +291,7 @@ func (e *Endpoint) OpsFlags(v *uint64, set bool) error {
 // its next message.
 func (e *Endpoint) MinMultiRecv(v *uint64, set bool) {
 	e.lock()
-	defer e.mu.Unlock()
+	defer e.unlock()
 	if set {
 		e.minMultiRecv = *v
 	} else {
@@ -315,7 +314,7 @@ func (e *Endpoint) Name() ([]byte, error) {
 // Close closes the endpoint and its cores, releasing its bindings.
 func (e *Endpoint) Close() error {
 	e.lock()
-	defer e.mu.Unlock()
+	defer e.unlock()
 	if e.cfg().DumpStats {
 		e.dumpStats(os.Stderr)
 	}
@@ -354,7 +353,7 @@ func (e *Endpoint) Close() error {
 		}
 	}
 	// A CQ or counter read that took its list of endpoints before the
-	// detach above may still reach this one once e.mu is released; C
+	// detach above may still reach this one once e.guard is released; C
 	// unmaps the fast-path memory as soon as Close returns. Leave nothing
 	// such a late call could touch: it finds a disabled endpoint.
 	e.enabled, e.closed = false, true

@@ -36,13 +36,13 @@ import (
 // lnx_fast, zeroed: off until refreshFast turns it on) and the function
 // that turns a descriptor C queued into the MR it designates.
 func (e *Endpoint) SetFast(p unsafe.Pointer, mrOf func(uintptr) *MR) {
-	e.mu.Lock()
+	e.lockToArm()
 	e.fast = (*fastMem)(p)
 	e.mrOf = mrOf
-	e.mu.Unlock()
+	e.unlock()
 }
 
-// refreshFast recomputes whether C may send by itself (e.mu held): only
+// refreshFast recomputes whether C may send by itself (e locked): only
 // where Endpoint.Send would do nothing C cannot, i.e. host memory (no
 // device runtime to consult), no send counter, no statistics.
 func (e *Endpoint) refreshFast() {
@@ -79,7 +79,7 @@ func (e *Endpoint) refreshFast() {
 	e.canRearm = e.canArm && e.cfg().RearmRecv
 }
 
-// takeQueued posts the receives C queued, in order (e.mu held). Every
+// takeQueued posts the receives C queued, in order (e locked). Every
 // path that matches or inspects the receive queues calls it first, so a
 // queued receive is never overtaken by a later post or by a poll.
 func (e *Endpoint) takeQueued() {
@@ -102,7 +102,7 @@ func (e *Endpoint) takeQueued() {
 }
 
 // postQueued posts a receive C took (queued, or armed by C) through
-// recvLocked (e.mu held).
+// recvLocked (e locked).
 func (e *Endpoint) postQueued(q *queuedRecv) {
 	// One Op, rewritten per entry: only its first buffer and the fields
 	// below are ever set, so nothing else needs clearing.
@@ -125,7 +125,7 @@ func (e *Endpoint) postQueued(q *queuedRecv) {
 }
 
 // stopQueue stops C queueing receives and waits out a poster in progress
-// (e.mu held); what it queued is then taken.
+// (e locked); what it queued is then taken.
 func (e *Endpoint) stopQueue() {
 	f := e.fast
 	if f == nil {
@@ -139,7 +139,7 @@ func (e *Endpoint) stopQueue() {
 	e.takeQueued()
 }
 
-// publishFast lets C send to addr over shm once Go has a route (e.mu held).
+// publishFast lets C send to addr over shm once Go has a route (e locked).
 func (e *Endpoint) publishFast(addr uint64, rt *route) {
 	if e.fast == nil || addr >= FastPeers || rt.shm == nil {
 		return
@@ -149,7 +149,7 @@ func (e *Endpoint) publishFast(addr uint64, rt *route) {
 	}
 }
 
-// unpublishFast stops C sending to addr (e.mu held). A C send that loaded
+// unpublishFast stops C sending to addr (e locked). A C send that loaded
 // the slot before may still complete: the peer's ring stays mapped.
 func (e *Endpoint) unpublishFast(addr uint64) {
 	if e.fast != nil && addr < FastPeers && atomic.LoadUintptr(&e.fast.peer[addr]) != 0 {
@@ -157,7 +157,7 @@ func (e *Endpoint) unpublishFast(addr uint64) {
 	}
 }
 
-// closeFast stops the C fast path before the shm core goes away (e.mu
+// closeFast stops the C fast path before the shm core goes away (e.guard
 // held).
 func (e *Endpoint) closeFast() {
 	if e.fast == nil {

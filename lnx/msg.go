@@ -178,7 +178,7 @@ func (e *Endpoint) Send(op *Op) error {
 		return fi.Wrap(fi.EMSGSIZE, "inject of %d bytes exceeds inject_size %d", size, e.injectSize())
 	}
 	e.lock()
-	defer e.mu.Unlock()
+	defer e.unlock()
 	if !e.enabled {
 		return fi.Wrap(fi.EOPBADSTATE, "endpoint not enabled")
 	}
@@ -402,7 +402,7 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 	return rt, nil
 }
 
-// forgetAddrs drops the routes to fi_addrs removed from the AV (e.mu
+// forgetAddrs drops the routes to fi_addrs removed from the AV (e.guard
 // held), and C's fast sends to them: an operation on a removed fi_addr
 // then fails in route like one never inserted. The core connections stay
 // (shared with any other entry of the same peer, and found again on a
@@ -428,7 +428,7 @@ func (e *Endpoint) forgetAddrs(addrs []uint64) {
 }
 
 // releasePeers disconnects the shm peers of removed fi_addrs that nothing
-// uses any more (e.mu held): no route (an fi_addr of the same peer, or the
+// uses any more (e locked): no route (an fi_addr of the same peer, or the
 // address inserted again, found it through Connect), no send awaiting an
 // acknowledgement from it, no queued acknowledgement to it. That unmaps
 // the peer's region and closes its pidfd: a server whose clients come and
@@ -489,12 +489,12 @@ func (e *Endpoint) Recv(op *Op) error {
 		return fi.Wrap(fi.EINVAL, "%d iovs exceed iov_limit %d", op.N, e.iovLimit())
 	}
 	e.lock()
-	defer e.mu.Unlock()
+	defer e.unlock()
 	e.takeQueued()
 	return e.recvLocked(op)
 }
 
-// recvLocked is Recv with e.mu held.
+// recvLocked is Recv with e locked.
 func (e *Endpoint) recvLocked(op *Op) error {
 	flags := op.Flags
 	if !op.Explicit {
@@ -759,7 +759,7 @@ func (e *Endpoint) complete(r *recvCtx, src, size, n uint64, hdr msgHdr, kind ui
 // FI_ECANCELED.
 func (e *Endpoint) Cancel(ctx unsafe.Pointer) error {
 	e.lock()
-	defer e.mu.Unlock()
+	defer e.unlock()
 	e.takeQueued()
 	for _, tagged := range []bool{true, false} {
 		r := e.queue(tagged).Cancel(func(r *peers.Recv) bool { return r.Ctx.(*recvCtx).ctx == ctx })
@@ -783,19 +783,17 @@ func (e *Endpoint) Cancel(ctx unsafe.Pointer) error {
 func (e *Endpoint) progress() {
 	e.lock()
 	e.progressLocked()
-	e.mu.Unlock()
+	e.unlock()
 }
 
 // progressWatch is progress for a CQ read that C's gate let through; it
 // adds to w what C may watch until the next one.
 func (e *Endpoint) progressWatch(w *watchSet, q *CQ) {
-	e.mu.Lock()
-	e.collecting = q
+	e.lockCollecting(q)
 	defer func() {
 		e.collecting = nil
-		e.mu.Unlock()
+		e.unlock()
 	}()
-	e.disarm()
 	e.progressLocked()
 	if w.slow && e.shm != nil {
 		// Reads answered in C do not reach shm's Poll, which

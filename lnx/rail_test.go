@@ -210,8 +210,8 @@ func TestSeqReorder(t *testing.T) {
 			post()
 		}
 		arrive := func(seq uint16) {
-			nd.ep.mu.Lock()
-			defer nd.ep.mu.Unlock()
+			nd.ep.lock()
+			defer nd.ep.unlock()
 			h := msgHdr{Tag: uint64(seq), Flags: hdrTagged | hdrSeq | uint32(seq)<<seqShift}
 			if !nd.ep.arriveSeq(src, h, 1, []byte{'a' + byte(seq)}, rndv{}) {
 				t.Fatalf("arrival %d refused", seq)

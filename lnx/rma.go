@@ -119,7 +119,7 @@ type RMAOp struct {
 	atomicPayload []byte
 }
 
-// rmaState is an endpoint's one-sided state, made on first use (e.mu).
+// rmaState is an endpoint's one-sided state, made on first use (e.guard).
 type rmaState struct {
 	ops   map[uint64]*rmaOp     // initiator: operations awaiting their answer
 	out   []rmaOut              // messages the core could not take yet
@@ -239,7 +239,7 @@ func (e *Endpoint) RMA(op *RMAOp) error {
 		return fi.Wrap(fi.EMSGSIZE, "%d bytes exceed max_msg_size", size)
 	}
 	e.lock()
-	defer e.mu.Unlock()
+	defer e.unlock()
 	if !e.enabled {
 		return fi.Wrap(fi.EOPBADSTATE, "endpoint not enabled")
 	}
