@@ -183,5 +183,5 @@ func BenchmarkProcPingPong1B(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/oneway")
 	c.send(b, Hdr{Tag: tagBye}, nil, 0)
-	c.wait(b, 10*time.Second)
+	c.wait(b)
 }

@@ -107,7 +107,7 @@ func TestCorruptRecords(t *testing.T) {
 			// After the sender disconnects the ring is released and reusable.
 			a.Disconnect(ab)
 			ab2 := mustConnect(t, a, b.Addr())
-			spin(t, 5*time.Second, "ring release", func() bool {
+			spin(t, "ring release", func() bool {
 				b.Poll(func(*Arrival) bool { return true }, nil)
 				_, err := a.Send(ab2, Hdr{Tag: 77}, [][]byte{[]byte("again")}, 0)
 				return err == nil
@@ -148,7 +148,7 @@ func TestCorruptRendezvousAddresses(t *testing.T) {
 	a, b, _, r, _ := corruptSetup(t)
 	writeRec(r, stampOf(r.head, r.salt), recRndv|2<<8, 7, 8, 8192, 0xbad, 0x1000, 4096, 0x7000, 4096)
 	var rv *Rendezvous
-	spin(t, time.Second, "arrival", func() bool {
+	spin(t, "arrival", func() bool {
 		b.Poll(func(ar *Arrival) bool { rv = ar.Rndv; return true }, nil)
 		return rv != nil
 	})

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"sync/atomic"
 	"testing"
-	"time"
 	"unsafe"
 )
 
@@ -42,7 +41,7 @@ func TestLendResync(t *testing.T) {
 	}
 	// Consume message 2 the way a borrower does: stamp, size, advance.
 	rec := (*recHdr)(unsafe.Add(v.Ring, v.Head&v.Mask))
-	spin(t, 5*time.Second, "message 2 in the ring", func() bool {
+	spin(t, "message 2 in the ring", func() bool {
 		return atomic.LoadUint64(&rec.stamp) == stampOf(v.Head, v.Salt)
 	})
 	if rec.tag != 2 || rec.size != 200 || !bytes.Equal(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(rec), recHdrSize)), 200), pattern(200, 2)) {

@@ -25,8 +25,8 @@ const (
 	childEnv   = "LNX_SHM_TEST_CHILD"
 	noCMAEnv   = "LNX_SHM_TEST_NOCMA"
 	sizeEnv    = "LNX_SHM_TEST_SIZE"
-	slowEnv    = "LNX_SHM_TEST_SLOW_MS"
-	childLimit = 60 * time.Second
+	stallEnv   = "LNX_SHM_TEST_STALL"
+	childLimit = 5 * time.Minute // the child's own watchdog: well past the parent's waits (liveness)
 )
 
 // Message tags of the test protocol.
@@ -82,8 +82,7 @@ func childMain(role string) int {
 		return c.hold()
 	case "sendbig":
 		size, _ := strconv.Atoi(os.Getenv(sizeEnv))
-		slow, _ := strconv.Atoi(os.Getenv(slowEnv))
-		return c.sendBig(size, time.Duration(slow)*time.Millisecond)
+		return c.sendBig(size, os.Getenv(stallEnv) != "")
 	}
 	fmt.Fprintln(os.Stderr, "child: unknown role", role)
 	return 2
@@ -157,7 +156,7 @@ func (c *kid) echo() int {
 			src := pattern(int(size), 4242)
 			c.send(Hdr{Tag: tagBigToPa, Data: 4242}, split(src, 3, int(size)/2, 0, 1<<20), 77)
 			ok := byte(2)
-			deadline := time.Now().Add(20 * time.Second)
+			deadline := time.Now().Add(liveness)
 			for ok == 2 && time.Now().Before(deadline) {
 				c.ep.Poll(cb, func(id uint64, err error) {
 					ok = 0
@@ -192,8 +191,11 @@ func (c *kid) hold() int {
 }
 
 // sendBig sends a rendezvous message of size bytes and keeps polling
-// (slowly if asked) until killed.
-func (c *kid) sendBig(size int, slow time.Duration) int {
+// until killed. With stall, it stops polling as soon as a poll has served
+// part of a fallback copy (and says "streaming"): the receiver's Pull then
+// waits, mid-stream, for data that will never come, however late the
+// parent's kill lands.
+func (c *kid) sendBig(size int, stall bool) int {
 	src := pattern(size, 99)
 	if _, err := c.send(Hdr{Tag: tagBigToPa, Data: 99}, [][]byte{src}, 1); err != nil {
 		fmt.Fprintln(os.Stderr, "child: send:", err)
@@ -205,9 +207,9 @@ func (c *kid) sendBig(size int, slow time.Duration) int {
 		if !announced && c.peer.st.off > 0 {
 			fmt.Println("streaming") // tells the parent a fallback copy is under way
 			announced = true
-		}
-		if slow > 0 {
-			time.Sleep(slow)
+			for stall {
+				time.Sleep(time.Hour) // until killed (or the watchdog)
+			}
 		}
 	}
 }
@@ -261,7 +263,7 @@ func startChild(t testing.TB, role string, cfg Config, env ...string) *child {
 	var line string
 	select {
 	case line = <-c.lines:
-	case <-time.After(20 * time.Second):
+	case <-time.After(liveness):
 		t.Fatal("child did not report its address")
 	}
 	addr, err := hex.DecodeString(strings.TrimSpace(line))
@@ -273,8 +275,9 @@ func startChild(t testing.TB, role string, cfg Config, env ...string) *child {
 	return c
 }
 
-// wait waits (bounded) for the child to exit and returns its exit code.
-func (c *child) wait(t testing.TB, d time.Duration) int {
+// wait waits (up to liveness) for the child to exit and returns its exit
+// code.
+func (c *child) wait(t testing.TB) int {
 	t.Helper()
 	res := make(chan error, 1)
 	go func() { res <- c.cmd.Wait() }()
@@ -289,18 +292,18 @@ func (c *child) wait(t testing.TB, d time.Duration) int {
 			t.Fatal(err)
 		}
 		return 0
-	case <-time.After(d):
+	case <-time.After(liveness):
 		c.cmd.Process.Kill()
 		<-res
 		c.waited = true
-		t.Fatal("child did not exit")
+		t.Fatalf("child did not exit within %v", liveness)
 	}
 	return -1
 }
 
 func (c *child) send(t testing.TB, h Hdr, iov [][]byte, id uint64) bool {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(liveness)
 	for {
 		done, err := c.ep.Send(c.peer, h, iov, id)
 		if err == nil {
@@ -342,7 +345,7 @@ func TestProcPingPongAndLarge(t *testing.T) {
 				msg := pattern(size, uint64(i))
 				c.send(t, Hdr{Tag: tagPing, Data: uint64(i)}, [][]byte{msg}, 0)
 				got = false
-				spin(t, 10*time.Second, "echo", func() bool { ep.Poll(cb, nil); return got })
+				spin(t, "echo", func() bool { ep.Poll(cb, nil); return got })
 				if rtag != tagPing || rdata != uint64(i) || !bytes.Equal(reply, msg) {
 					t.Fatalf("round %d: tag %d data %d, payload ok=%v", i, rtag, rdata, bytes.Equal(reply, msg))
 				}
@@ -357,7 +360,7 @@ func TestProcPingPongAndLarge(t *testing.T) {
 			}
 			var ack []byte
 			doneErr, doneSeen := error(nil), false
-			spin(t, 20*time.Second, "large transfer to child", func() bool {
+			spin(t, "large transfer to child", func() bool {
 				ep.Poll(func(a *Arrival) bool {
 					if a.Hdr.Tag == tagBigAck {
 						ack = append([]byte{}, a.Eager...)
@@ -374,7 +377,7 @@ func TestProcPingPongAndLarge(t *testing.T) {
 			c.send(t, Hdr{Tag: tagAskBig, Data: size}, nil, 0)
 			var rv *Rendezvous
 			var seed uint64
-			spin(t, 20*time.Second, "large arrival", func() bool {
+			spin(t, "large arrival", func() bool {
 				ep.Poll(func(a *Arrival) bool {
 					if a.Hdr.Tag == tagBigToPa {
 						rv, seed = a.Rndv, a.Hdr.Data
@@ -395,7 +398,7 @@ func TestProcPingPongAndLarge(t *testing.T) {
 				t.Fatalf("data differs at %d", firstDiff(dst, want))
 			}
 			var sent []byte
-			spin(t, 20*time.Second, "child SendDone", func() bool {
+			spin(t, "child SendDone", func() bool {
 				ep.Poll(func(a *Arrival) bool {
 					if a.Hdr.Tag == tagSentBig {
 						sent = append([]byte{}, a.Eager...)
@@ -412,7 +415,7 @@ func TestProcPingPongAndLarge(t *testing.T) {
 				t.Fatalf("stats %+v", st)
 			}
 			c.send(t, Hdr{Tag: tagBye}, nil, 0)
-			if code := c.wait(t, 10*time.Second); code != 0 {
+			if code := c.wait(t); code != 0 {
 				t.Fatalf("child exit code %d", code)
 			}
 			if _, err := os.Stat(shmDir + "/" + c.region); !os.IsNotExist(err) {
@@ -427,7 +430,7 @@ func TestProcSenderSeesReceiverDeath(t *testing.T) {
 	big := pattern(4<<20, 1)
 	c.send(t, Hdr{Tag: tagBigToKid}, [][]byte{big}, 11)
 	gotAck := false
-	spin(t, 10*time.Second, "child holds rendezvous", func() bool {
+	spin(t, "child holds rendezvous", func() bool {
 		c.ep.Poll(func(a *Arrival) bool { gotAck = gotAck || a.Hdr.Tag == tagBigAck; return true },
 			func(id uint64, err error) { t.Fatalf("early SendDone(%d, %v)", id, err) })
 		return gotAck
@@ -436,7 +439,7 @@ func TestProcSenderSeesReceiverDeath(t *testing.T) {
 	start := time.Now()
 	var doneErr error
 	seen := false
-	spin(t, 5*time.Second, "SendDone after peer death", func() bool {
+	spin(t, "SendDone after peer death", func() bool {
 		c.ep.Poll(func(*Arrival) bool { return true }, func(id uint64, err error) {
 			if id != 11 {
 				t.Fatalf("SendDone id %d", id)
@@ -452,7 +455,7 @@ func TestProcSenderSeesReceiverDeath(t *testing.T) {
 	if _, err := c.ep.Send(c.peer, Hdr{}, nil, 0); !errors.Is(err, ErrPeerGone) {
 		t.Fatalf("Send to dead peer: %v", err)
 	}
-	c.wait(t, 5*time.Second)
+	c.wait(t)
 }
 
 func TestProcPullFromDeadSender(t *testing.T) {
@@ -460,32 +463,39 @@ func TestProcPullFromDeadSender(t *testing.T) {
 		name  string
 		nocma bool
 		size  int
-		slow  int  // child's sleep between polls (ms)
-		mid   bool // kill while Pull is running
+		mid   bool // kill while Pull is running: the child stalls mid-stream
 	}{
-		{"cma", false, 4 << 20, 0, false},
-		{"fallback", true, 4 << 20, 0, false},
-		{"fallback-midstream", true, 64 << 20, 2, true},
+		{"cma", false, 4 << 20, false},
+		{"fallback", true, 4 << 20, false},
+		{"fallback-midstream", true, 64 << 20, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			env := []string{sizeEnv + "=" + strconv.Itoa(tc.size), slowEnv + "=" + strconv.Itoa(tc.slow)}
+			env := []string{sizeEnv + "=" + strconv.Itoa(tc.size)}
+			if tc.mid {
+				env = append(env, stallEnv+"=1")
+			}
 			if tc.nocma {
 				env = append(env, noCMAEnv+"=1")
 			}
 			c := startChild(t, "sendbig", Config{DisableCMA: tc.nocma}, env...)
 			var rv *Rendezvous
-			spin(t, 10*time.Second, "rendezvous arrival", func() bool {
+			spin(t, "rendezvous arrival", func() bool {
 				c.ep.Poll(func(a *Arrival) bool { rv = a.Rndv; return true }, nil)
 				return rv != nil
 			})
 			killed := make(chan struct{})
+			streaming := false
 			if tc.mid {
+				// The child stops serving once it has served part of the
+				// copy: the Pull below is then stuck mid-stream until
+				// this kill, whenever it lands.
 				go func() {
 					defer close(killed)
 					select {
-					case <-c.lines: // "streaming"
-					case <-time.After(20 * time.Second):
+					case line := <-c.lines:
+						streaming = line == "streaming"
+					case <-time.After(liveness):
 					}
 					c.cmd.Process.Kill()
 				}()
@@ -494,7 +504,7 @@ func TestProcPullFromDeadSender(t *testing.T) {
 				// exited (a zombie) so that the Pull must see it dead.
 				pr := openProc(c.cmd.Process.Pid)
 				c.cmd.Process.Kill()
-				spin(t, 5*time.Second, "child exit", func() bool { time.Sleep(time.Millisecond); return !pr.alive() })
+				spin(t, "child exit", func() bool { time.Sleep(time.Millisecond); return !pr.alive() })
 				pr.close()
 				close(killed)
 			}
@@ -503,6 +513,9 @@ func TestProcPullFromDeadSender(t *testing.T) {
 			n, err := c.ep.Pull(rv, [][]byte{dst})
 			t.Logf("Pull returned after %v: n=%d err=%v", time.Since(start), n, err)
 			<-killed
+			if tc.mid && !streaming {
+				t.Errorf("the child did not report a fallback copy under way within %v", liveness)
+			}
 			if !errors.Is(err, ErrPeerGone) {
 				t.Fatalf("Pull: n=%d err=%v", n, err)
 			}
@@ -512,9 +525,9 @@ func TestProcPullFromDeadSender(t *testing.T) {
 			if want := pattern(tc.size, 99); !bytes.Equal(dst[:n], want[:n]) {
 				t.Fatalf("partial data differs at %d", firstDiff(dst[:n], want[:n]))
 			}
-			c.wait(t, 5*time.Second)
+			c.wait(t)
 			// The dead sender's ring is released eventually.
-			spin(t, 5*time.Second, "ring release", func() bool {
+			spin(t, "ring release", func() bool {
 				c.ep.Poll(func(*Arrival) bool { return true }, nil)
 				return c.ep.Stats().ActiveRings == 0
 			})

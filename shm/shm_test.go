@@ -71,27 +71,40 @@ func pair(t testing.TB, ca, cb Config) (a, b *Endpoint, ab, ba *Peer) {
 	return a, b, mustConnect(t, a, b.Addr()), mustConnect(t, b, a.Addr())
 }
 
-// spin calls f until it returns true or d passes.
-func spin(t testing.TB, d time.Duration, what string, f func() bool) {
+// liveness bounds every wait of these tests for something that must
+// happen. It is about hangs, not speed: the wait ends as soon as the thing
+// happens, and a loaded machine (the race detector, other suites running
+// at the same time) may take many times longer than an idle one.
+const liveness = 60 * time.Second
+
+// spin calls f until it returns true; it fails the test if that has not
+// happened within liveness.
+func spin(t testing.TB, what string, f func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	deadline := time.Now().Add(liveness)
 	for i := 0; !f(); i++ {
 		if i&255 == 0 && time.Now().After(deadline) {
-			t.Fatalf("timeout after %v waiting for %s", d, what)
+			t.Fatalf("%s did not happen within %v (a hang, not slowness)", what, liveness)
 		}
 	}
 }
 
+// pattern returns n bytes of a xorshift sequence from seed, a 64-bit word
+// a step (in host byte order): tests make tens of MiB of it under the race
+// detector.
 func pattern(n int, seed uint64) []byte {
-	b := make([]byte, n)
+	if n == 0 {
+		return []byte{}
+	}
+	w := make([]uint64, (n+7)/8)
 	x := seed*0x9e3779b97f4a7c15 + 1
-	for i := range b {
+	for i := range w {
 		x ^= x << 13
 		x ^= x >> 7
 		x ^= x << 17
-		b[i] = byte(x)
+		w[i] = x
 	}
-	return b
+	return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), n)
 }
 
 // split cuts b into pieces of the given sizes (the last takes the rest).
@@ -138,7 +151,7 @@ func collect(t testing.TB, e *Endpoint, n int) []captured {
 		got = append(got, c)
 		return true
 	}
-	spin(t, 10*time.Second, fmt.Sprintf("%d arrivals", n), func() bool {
+	spin(t, fmt.Sprintf("%d arrivals", n), func() bool {
 		e.Poll(cb, nil)
 		return len(got) >= n
 	})
@@ -237,7 +250,7 @@ func waitDone(t testing.TB, e *Endpoint, id uint64) error {
 	t.Helper()
 	var res error
 	got := false
-	spin(t, 10*time.Second, "SendDone", func() bool {
+	spin(t, "SendDone", func() bool {
 		e.Poll(nil, func(sid uint64, err error) {
 			if sid != id {
 				t.Errorf("SendDone(%d), want %d", sid, id)
@@ -298,7 +311,7 @@ func TestRendezvousTruncateAndDiscard(t *testing.T) {
 			doneIDs := make(chan uint64, 2)
 			errs := make(chan error, 2)
 			go func() {
-				deadline := time.Now().Add(10 * time.Second)
+				deadline := time.Now().Add(liveness)
 				for n := 0; n < 2 && time.Now().Before(deadline); {
 					a.Poll(nil, func(id uint64, err error) {
 						doneIDs <- id
@@ -350,7 +363,7 @@ func TestRendezvousFallback(t *testing.T) {
 			}
 			res := make(chan error, 1)
 			go func() {
-				deadline := time.Now().Add(20 * time.Second)
+				deadline := time.Now().Add(liveness)
 				for time.Now().Before(deadline) {
 					got, gerr := false, error(nil)
 					for i := 0; i < 1000 && !got; i++ {
@@ -446,7 +459,7 @@ func TestOrdering(t *testing.T) {
 			failure = err
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(liveness)
 	for seq := uint64(0); seq < total; seq++ {
 		size := int(seq*7919) % 3000
 		if seq%97 == 0 {
@@ -474,7 +487,7 @@ func TestOrdering(t *testing.T) {
 			b.Poll(cb, nil)
 		}
 	}
-	spin(t, 10*time.Second, "drain", func() bool {
+	spin(t, "drain", func() bool {
 		b.Poll(cb, nil)
 		a.Poll(nil, onDone)
 		return (next == total && pending == 0) || failure != nil
@@ -557,7 +570,7 @@ func TestRingFullBackpressure(t *testing.T) {
 		}
 	}
 	dones := 0
-	spin(t, 5*time.Second, "acks", func() bool {
+	spin(t, "acks", func() bool {
 		a.Poll(nil, func(uint64, error) { dones++ })
 		return dones == n
 	})
@@ -679,7 +692,7 @@ func TestNoFreeRingAndReuse(t *testing.T) {
 		t.Fatalf("send after Disconnect: %v", err)
 	}
 	// b releases the ring on its next Poll; then c can claim it.
-	spin(t, 5*time.Second, "ring reuse", func() bool {
+	spin(t, "ring reuse", func() bool {
 		b.Poll(func(*Arrival) bool { return true }, nil)
 		_, err := c.Send(cb, Hdr{Tag: 3}, [][]byte{[]byte("from c")}, 0)
 		if err != nil && !errors.Is(err, ErrNoRing) {
@@ -933,7 +946,7 @@ func TestTwoEndpointsConcurrent(t *testing.T) {
 			return true
 		}
 		onDone := func(uint64, error) { done++ }
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(liveness)
 		rndv := 0
 		for (recv < n || sent < n || done < rndv) && ferr == nil {
 			if sent < n {

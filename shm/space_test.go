@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -80,7 +79,7 @@ func TestFullShmFallback(t *testing.T) {
 	// Eager: several laps of the ring.
 	for i := 0; i < 64; i++ {
 		msg := pattern(1000, uint64(i))
-		spin(t, 5*time.Second, "eager send", func() bool {
+		spin(t, "eager send", func() bool {
 			_, err := a.Send(ab, Hdr{Tag: uint64(i)}, [][]byte{msg}, 0)
 			if err != nil && !errors.Is(err, ErrAgain) {
 				t.Fatalf("Send: %v", err)
@@ -88,7 +87,7 @@ func TestFullShmFallback(t *testing.T) {
 			return err == nil
 		})
 		var got []byte
-		spin(t, 5*time.Second, "eager arrival", func() bool {
+		spin(t, "eager arrival", func() bool {
 			b.Poll(func(ar *Arrival) bool { got = append([]byte(nil), ar.Eager...); return true }, nil)
 			return got != nil
 		})
@@ -103,7 +102,7 @@ func TestFullShmFallback(t *testing.T) {
 			t.Fatalf("rendezvous Send: done=%v err=%v", done, err)
 		}
 		var rv *Rendezvous
-		spin(t, 5*time.Second, "rendezvous arrival", func() bool {
+		spin(t, "rendezvous arrival", func() bool {
 			b.Poll(func(ar *Arrival) bool { rv = ar.Rndv; return true }, nil)
 			return rv != nil
 		})
@@ -112,7 +111,7 @@ func TestFullShmFallback(t *testing.T) {
 	sendDone := func() error {
 		var res error
 		seen := false
-		spin(t, 5*time.Second, "send completion", func() bool {
+		spin(t, "send completion", func() bool {
 			a.Poll(func(*Arrival) bool { return true }, func(id uint64, err error) { seen, res = true, err })
 			return seen
 		})

@@ -72,7 +72,7 @@ func TestTxSlotSharedWriter(t *testing.T) {
 		return true
 	}
 	outside, rndv := 0, 0
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(liveness)
 	for i := uint64(0); i < n; {
 		if time.Now().After(deadline) {
 			t.Fatalf("stuck at message %d", i)
@@ -108,7 +108,7 @@ func TestTxSlotSharedWriter(t *testing.T) {
 			a.Poll(nil, func(uint64, error) {})
 		}
 	}
-	spin(t, 10*time.Second, "all messages", func() bool {
+	spin(t, "all messages", func() bool {
 		b.Poll(deliver, nil)
 		a.Poll(nil, func(uint64, error) {})
 		return len(got) == n
