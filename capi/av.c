@@ -16,25 +16,44 @@ static int av_close(struct fid *fid)
 }
 
 /*
+ * Flags of the insertion calls (checked in Go, as libfabric's util AVs
+ * do): FI_MORE is a hint lnx ignores; anything but it and FI_SYNC_ERR is
+ * -FI_EBADFLAGS. Without an EQ, FI_SYNC_ERR makes context an int array of
+ * one entry per address, which gets 0 or the positive FI_Exxx of each.
+ *
  * With an EQ bound (fi_av_bind), inserts are asynchronous as fi_av(3)
  * describes: the call returns 0 and the EQ gets an error entry (data: the
- * index) for each address that failed, then one FI_AV_COMPLETE event whose
- * data is the number inserted and whose context is the call's. lnx inserts
- * at once, so the events are queued before the call returns.
+ * index, err: the address's code) for each address that failed, then one
+ * FI_AV_COMPLETE event whose data is the number inserted and whose context
+ * is the call's. lnx inserts at once, so the events are queued before the
+ * call returns. FI_SYNC_ERR applies to synchronous inserts only: with an
+ * EQ it is ignored and context stays the events' context.
  */
-static int av_insert_events(struct lnx_av *a, int ret, size_t count, fi_addr_t *fi_addr,
-			    void *context)
+static int av_insert_events(struct lnx_av *a, int ret, size_t count, const int *errs, void *context)
 {
 	struct fid_av *av = &a->av;
 	if (ret < 0)
 		return ret; /* the call itself was wrong: no events */
-	if (fi_addr)
+	if (errs)
 		for (size_t i = 0; i < count; i++)
-			if (fi_addr[i] == FI_ADDR_NOTAVAIL)
-				lnx_eq_post(a->eq, FI_AV_COMPLETE, NULL, 0, FI_EINVAL, &av->fid,
+			if (errs[i])
+				lnx_eq_post(a->eq, FI_AV_COMPLETE, NULL, 0, errs[i], &av->fid,
 					    context, i);
 	struct fi_eq_entry ev = { .fid = &av->fid, .context = context, .data = (uint64_t)ret };
 	return lnx_eq_post(a->eq, FI_AV_COMPLETE, &ev, sizeof(ev), 0, NULL, NULL, 0);
+}
+
+/* The per-address codes of an insert with an EQ bound, which become its
+ * error entries (also when fi_addr is NULL); NULL with *ret 0 for count 0. */
+static int *av_event_errs(size_t count, int *ret)
+{
+	*ret = 0;
+	if (count == 0)
+		return NULL;
+	int *errs = calloc(count, sizeof(*errs));
+	if (!errs)
+		*ret = -FI_ENOMEM;
+	return errs;
 }
 
 static int av_insert(struct fid_av *av, const void *addr, size_t count, fi_addr_t *fi_addr,
@@ -44,10 +63,17 @@ static int av_insert(struct fid_av *av, const void *addr, size_t count, fi_addr_
 	if (!a->eq) {
 		if (a->event)
 			return -FI_ENOEQ;
-		return lnx_go_av_insert(a->h, (void *)addr, count, fi_addr, flags);
+		return lnx_go_av_insert(a->h, (void *)addr, count, fi_addr, flags,
+					(flags & FI_SYNC_ERR) ? context : NULL);
 	}
-	return av_insert_events(a, lnx_go_av_insert(a->h, (void *)addr, count, fi_addr, flags),
-				count, fi_addr, context);
+	int ret;
+	int *errs = av_event_errs(count, &ret);
+	if (ret)
+		return ret;
+	ret = lnx_go_av_insert(a->h, (void *)addr, count, fi_addr, flags & ~FI_SYNC_ERR, errs);
+	ret = av_insert_events(a, ret, count, errs, context);
+	free(errs);
+	return ret;
 }
 
 static int av_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
@@ -62,6 +88,9 @@ static int av_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	a->eq = q;
 	return 0;
 }
+
+#define LNX_SYM_MAX (1 << 20) /* lnx_go_av_insertsym's bound on nodecnt x svccnt */
+
 /*
  * fi_av_insertsym: the addresses fi_getinfo gives for each node and
  * service without FI_SOURCE (lnx/nodesvc.go); with an EQ bound, completed
@@ -71,13 +100,23 @@ static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt, con
 			size_t svccnt, fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
 	struct lnx_av *a = (struct lnx_av *)(void *)av;
-	if (!a->eq && a->event)
-		return -FI_ENOEQ;
-	int ret = lnx_go_av_insertsym(a->h, (char *)node, nodecnt, (char *)service, svccnt, fi_addr,
-				      flags);
-	if (!a->eq)
+	if (!a->eq) {
+		if (a->event)
+			return -FI_ENOEQ;
+		return lnx_go_av_insertsym(a->h, (char *)node, nodecnt, (char *)service, svccnt,
+					   fi_addr, flags, (flags & FI_SYNC_ERR) ? context : NULL);
+	}
+	/* Go refuses more than LNX_SYM_MAX addresses in one call (no array). */
+	size_t count = nodecnt && svccnt <= LNX_SYM_MAX / nodecnt ? nodecnt * svccnt : 0;
+	int ret;
+	int *errs = av_event_errs(count, &ret);
+	if (ret)
 		return ret;
-	return av_insert_events(a, ret, ret < 0 ? 0 : nodecnt * svccnt, fi_addr, context);
+	ret = lnx_go_av_insertsym(a->h, (char *)node, nodecnt, (char *)service, svccnt, fi_addr,
+				  flags & ~FI_SYNC_ERR, errs);
+	ret = av_insert_events(a, ret, count, errs, context);
+	free(errs);
+	return ret;
 }
 static int av_insertsvc(struct fid_av *av, const char *node, const char *service,
 			fi_addr_t *fi_addr, uint64_t flags, void *context)

@@ -110,15 +110,43 @@ func lnx_go_ep_cancel(eh C.lnx_handle, ctx unsafe.Pointer) (ret C.ssize_t) {
 	return C.ssize_t(code("fi_cancel", e.Cancel(ctx)))
 }
 
+// avInsertFlags checks the flags of an AV insertion call as libfabric's
+// util AVs do: FI_MORE is a hint (lnx inserts at once, so it is ignored),
+// FI_SYNC_ERR asks for each address's outcome in errs (C passes the
+// call's context as errs, or NULL where an EQ reports the errors instead:
+// fi_av(3) applies FI_SYNC_ERR to synchronous insertions only); anything
+// else is -FI_EBADFLAGS.
+func avInsertFlags(what string, flags C.uint64_t, errs *C.int) error {
+	if f := uint64(flags) &^ (fi.MORE | fi.SYNC_ERR); f != 0 {
+		return fi.Wrap(fi.EBADFLAGS, "%s flags %#x not supported", what, f)
+	}
+	if uint64(flags)&fi.SYNC_ERR != 0 && errs == nil {
+		return fi.Wrap(fi.EINVAL, "%s: FI_SYNC_ERR without a context to write the errors to", what)
+	}
+	return nil
+}
+
+// syncErrs is the int array FI_SYNC_ERR fills, as Go sees it.
+func syncErrs(errs *C.int, n int) []int32 {
+	if errs == nil || n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int32)(unsafe.Pointer(errs)), n)
+}
+
+// lnx_go_av_insert is fi_av_insert; errs, when not NULL, has room for
+// count ints (FI_SYNC_ERR, or C's own array when an EQ is bound).
+//
 //export lnx_go_av_insert
-func lnx_go_av_insert(ah C.lnx_handle, addr unsafe.Pointer, count C.size_t, out *C.fi_addr_t, flags C.uint64_t) (ret C.int) {
+func lnx_go_av_insert(ah C.lnx_handle, addr unsafe.Pointer, count C.size_t, out *C.fi_addr_t, flags C.uint64_t,
+	errs *C.int) (ret C.int) {
 	defer recoverTo(&ret, "fi_av_insert")
 	av, err := object[*lnx.AV](ah)
 	if err != nil {
 		return code("fi_av_insert", err)
 	}
-	if flags != 0 {
-		return code("fi_av_insert", fi.Wrap(fi.EBADFLAGS, "fi_av_insert flags %#x not supported", flags))
+	if err := avInsertFlags("fi_av_insert", flags, errs); err != nil {
+		return code("fi_av_insert", err)
 	}
 	n := int(count)
 	if n == 0 {
@@ -132,24 +160,25 @@ func lnx_go_av_insert(ah C.lnx_handle, addr unsafe.Pointer, count C.size_t, out 
 	if out != nil {
 		o = unsafe.Slice((*uint64)(unsafe.Pointer(out)), n)
 	}
-	return C.int(av.Insert(blob, n, o))
+	return C.int(av.Insert(blob, n, o, syncErrs(errs, n)))
 }
 
 // lnx_go_av_insertsym is fi_av_insertsym (fi_av_insertsvc: counts of 1):
-// out, when not NULL, has room for nodecnt x svccnt fi_addrs.
+// out and errs, when not NULL, have room for nodecnt x svccnt fi_addrs and
+// ints (errs as in lnx_go_av_insert).
 //
 //export lnx_go_av_insertsym
 func lnx_go_av_insertsym(ah C.lnx_handle, node *C.char, nodecnt C.size_t, service *C.char, svccnt C.size_t,
-	out *C.fi_addr_t, flags C.uint64_t) (ret C.int) {
+	out *C.fi_addr_t, flags C.uint64_t, errs *C.int) (ret C.int) {
 	defer recoverTo(&ret, "fi_av_insertsym")
 	av, err := object[*lnx.AV](ah)
 	if err != nil {
 		return code("fi_av_insertsym", err)
 	}
-	if flags != 0 {
-		return code("fi_av_insertsym", fi.Wrap(fi.EBADFLAGS, "fi_av_insertsym flags %#x not supported", flags))
+	if err := avInsertFlags("fi_av_insertsym", flags, errs); err != nil {
+		return code("fi_av_insertsym", err)
 	}
-	const most = 1 << 20
+	const most = 1 << 20 // LNX_SYM_MAX in av.c
 	if nodecnt == 0 || svccnt == 0 || nodecnt > most || svccnt > most || nodecnt*svccnt > most {
 		return code("fi_av_insertsym", fi.Wrap(fi.EINVAL, "%d nodes x %d services", nodecnt, svccnt))
 	}
@@ -164,7 +193,7 @@ func lnx_go_av_insertsym(ah C.lnx_handle, node *C.char, nodecnt C.size_t, servic
 	if out != nil {
 		o = unsafe.Slice((*uint64)(unsafe.Pointer(out)), int(nodecnt*svccnt))
 	}
-	n, err := av.InsertSym(nd, int(nodecnt), sv, int(svccnt), o)
+	n, err := av.InsertSym(nd, int(nodecnt), sv, int(svccnt), o, syncErrs(errs, int(nodecnt*svccnt)))
 	if err != nil {
 		return code("fi_av_insertsym", err)
 	}

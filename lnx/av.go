@@ -52,8 +52,10 @@ func (d *Domain) OpenAV(attr AVAttr) (*AV, error) {
 }
 
 // Insert adds count addresses packed AddrLen bytes apart. Invalid ones get
-// FI_ADDR_NOTAVAIL in out; the return is the number inserted.
-func (av *AV) Insert(blob []byte, count int, out []uint64) int {
+// FI_ADDR_NOTAVAIL in out; errs, when not nil, gets each address's outcome
+// as FI_SYNC_ERR reports it: 0, or the positive fabric error code. The
+// return is the number inserted.
+func (av *AV) Insert(blob []byte, count int, out []uint64, errs []int32) int {
 	av.mu.Lock()
 	defer av.mu.Unlock()
 	defer av.gen.Add(1)
@@ -69,6 +71,9 @@ func (av *AV) Insert(blob []byte, count int, out []uint64) int {
 			if out != nil {
 				out[i] = fi.ADDR_NOTAVAIL
 			}
+			if errs != nil {
+				errs[i] = int32(-fi.Code(err))
+			}
 			continue
 		}
 		idx := uint64(len(av.entries))
@@ -81,6 +86,9 @@ func (av *AV) Insert(blob []byte, count int, out []uint64) int {
 		}
 		if out != nil {
 			out[i] = idx
+		}
+		if errs != nil {
+			errs[i] = 0
 		}
 		n++
 	}

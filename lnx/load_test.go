@@ -63,7 +63,7 @@ func openNodes(t *testing.T, env map[string]string, n int) []*node {
 func (nd *node) insert(t *testing.T, all []*node) {
 	for _, o := range all {
 		name, _ := o.ep.Name()
-		if nd.av.Insert(name, 1, nil) != 1 {
+		if nd.av.Insert(name, 1, nil, nil) != 1 {
 			t.Fatal("insert failed")
 		}
 	}

@@ -65,7 +65,7 @@ func newPair(t *testing.T) *pair {
 			t.Fatal(err)
 		}
 		out := []uint64{0}
-		if n := p.av[i].Insert(name, 1, out); n != 1 {
+		if n := p.av[i].Insert(name, 1, out, nil); n != 1 {
 			t.Fatalf("insert of peer address failed")
 		}
 		p.peerOf[i] = out[0]

@@ -128,9 +128,9 @@ const maxSymAddrs = 1 << 20
 // over the link's first network core. Nodes count up as IPv4 or IPv6
 // addresses, or as the numeric suffix of a host name (its width kept:
 // node009, node010); services as port numbers. A name that does not
-// resolve gets FI_ADDR_NOTAVAIL in out, as a bad address does in Insert;
-// the return is the number inserted.
-func (av *AV) InsertSym(node string, nodecnt int, service string, svccnt int, out []uint64) (int, error) {
+// resolve gets FI_ADDR_NOTAVAIL in out (and its code in errs), as a bad
+// address does in Insert; the return is the number inserted.
+func (av *AV) InsertSym(node string, nodecnt int, service string, svccnt int, out []uint64, errs []int32) (int, error) {
 	if nodecnt < 1 || svccnt < 1 || nodecnt > maxSymAddrs/svccnt {
 		return 0, fi.Wrap(fi.EINVAL, "fi_av_insertsym: %d nodes x %d services", nodecnt, svccnt)
 	}
@@ -156,16 +156,23 @@ func (av *AV) InsertSym(node string, nodecnt int, service string, svccnt int, ou
 			err := av.Domain.Link.nodeService(&in, &NodeService{Node: nd, Service: sv}, av.Domain.cfg)
 			if err == nil {
 				var one [1]uint64
-				if av.Insert(in.DestAddr, 1, one[:]) == 1 {
+				var e1 [1]int32
+				if av.Insert(in.DestAddr, 1, one[:], e1[:]) == 1 {
 					n++
 				}
 				if out != nil {
 					out[i] = one[0]
 				}
+				if errs != nil {
+					errs[i] = e1[0]
+				}
 			} else {
 				logging.Warnf(logging.AV, "fi_av_insertsvc: %s:%s: %v", nd, sv, err)
 				if out != nil {
 					out[i] = fi.ADDR_NOTAVAIL
+				}
+				if errs != nil {
+					errs[i] = int32(-fi.Code(err))
 				}
 			}
 			i++

@@ -79,7 +79,7 @@ func (s *solo) insert(hexName string) (uint64, error) {
 		return 0, err
 	}
 	out := []uint64{0}
-	if s.av.Insert(raw, 1, out) != 1 {
+	if s.av.Insert(raw, 1, out, nil) != 1 {
 		return 0, errors.New("insert failed")
 	}
 	return out[0], nil

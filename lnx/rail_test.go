@@ -104,7 +104,7 @@ func TestRailsPerMessageAVReinsert(t *testing.T) {
 	}
 	name, _ := rx.ep.Name()
 	out := []uint64{fi.ADDR_NOTAVAIL}
-	if tx.av.Insert(name, 1, out) != 1 {
+	if tx.av.Insert(name, 1, out, nil) != 1 {
 		t.Fatal("re-insert failed")
 	}
 	streamAndCheck(t, tx, rx, out[0], 30)

@@ -38,6 +38,7 @@ const (
 	SHARED_AV       uint64 = 1 << 53
 	NUMERICHOST     uint64 = 1 << 55
 	RMA_EVENT       uint64 = 1 << 56
+	SYNC_ERR        uint64 = 1 << 58 // fi_av_insert: per-address errors in context
 	SOURCE          uint64 = 1 << 57
 	NAMED_RX_CTX    uint64 = 1 << 58
 	DIRECTED_RECV   uint64 = 1 << 59

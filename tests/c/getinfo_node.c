@@ -21,9 +21,11 @@
  *    fi_av_insertsvc("127.0.0.1", port) instead, whose fi_av_lookup is the
  *    dest_addr fi_getinfo gives; fi_av_insertsym("127.0.0.1", 2 nodes,
  *    port, 2 services) inserts 4 addresses, in fi_av(3)'s order, each the
- *    dest_addr of fi_getinfo for that node and port; a NULL service, or
- *    counting services from a name, is -FI_EINVAL; an AV bound to an EQ
- *    completes fi_av_insertsvc with FI_AV_COMPLETE (data 1).
+ *    dest_addr of fi_getinfo for that node and port (with FI_MORE and
+ *    FI_SYNC_ERR: 0 in each of the 4 error slots); a NULL service, or
+ *    counting services from a name, is -FI_EINVAL, flag FI_SEND
+ *    -FI_EBADFLAGS; an AV bound to an EQ completes fi_av_insertsvc with
+ *    FI_AV_COMPLETE (data 1), FI_SYNC_ERR leaving its context unwritten.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -210,7 +212,10 @@ static void check_insertsym(struct ep *e, const char *port)
 	CHECK(fi_av_open(e->domain, &av_attr, &av, NULL));
 	fi_addr_t fa[4];
 	memset(fa, 0xff, sizeof(fa));
-	CHECK_RC(fi_av_insertsym(av, "127.0.0.1", 2, port, 2, fa, 0, NULL), 4);
+	int errs[4] = { -7, -7, -7, -7 };
+	CHECK_RC(fi_av_insertsym(av, "127.0.0.1", 2, port, 2, fa, FI_MORE | FI_SYNC_ERR, errs), 4);
+	EXPECT(!errs[0] && !errs[1] && !errs[2] && !errs[3],
+	       "insertsym FI_SYNC_ERR codes %d %d %d %d", errs[0], errs[1], errs[2], errs[3]);
 	int p0 = atoi(port);
 	for (int n = 0; n < 2; n++) {
 		for (int sv = 0; sv < 2; sv++) {
@@ -234,18 +239,20 @@ static void check_insertsym(struct ep *e, const char *port)
 	CHECK_RC(fi_av_insertsvc(av, "127.0.0.1", NULL, fa, 0, NULL), -FI_EINVAL);
 	CHECK_RC(fi_av_insertsym(av, "127.0.0.1", 1, "http", 2, fa, 0, NULL), -FI_EINVAL);
 	CHECK_RC(fi_av_insertsym(av, "127.0.0.1", 0, port, 1, fa, 0, NULL), -FI_EINVAL);
+	CHECK_RC(fi_av_insertsvc(av, "127.0.0.1", port, fa, FI_SEND, NULL), -FI_EBADFLAGS);
 	CHECK(fi_close(&av->fid));
 
 	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_UNSPEC };
 	struct fid_eq *eq;
-	int ctx;
+	int ctx = 99;
 	CHECK(fi_eq_open(e->fabric, &eq_attr, &eq, NULL));
 	av_attr.flags = FI_EVENT;
 	CHECK(fi_av_open(e->domain, &av_attr, &av, NULL));
 	CHECK_RC(fi_av_insertsvc(av, "127.0.0.1", port, fa, 0, &ctx), -FI_ENOEQ);
 	CHECK(fi_av_bind(av, &eq->fid, 0));
 	fa[0] = FI_ADDR_NOTAVAIL;
-	CHECK_RC(fi_av_insertsvc(av, "127.0.0.1", port, fa, 0, &ctx), 0);
+	CHECK_RC(fi_av_insertsvc(av, "127.0.0.1", port, fa, FI_SYNC_ERR, &ctx), 0);
+	EXPECT(ctx == 99, "FI_SYNC_ERR with an EQ wrote %d into the context", ctx);
 	uint32_t event = 0;
 	struct fi_eq_entry ev;
 	memset(&ev, 0, sizeof(ev));
