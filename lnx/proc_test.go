@@ -85,9 +85,9 @@ func (s *solo) insert(hexName string) (uint64, error) {
 	return out[0], nil
 }
 
-func (s *solo) waitN(n int, timeout time.Duration) error {
+func (s *solo) waitN(n int) error {
 	var out [16]Completion
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(testLiveness)
 	for n > 0 {
 		k, err := s.cq.Read(out[:min(n, 16)], 0)
 		n -= k
@@ -96,7 +96,7 @@ func (s *solo) waitN(n int, timeout time.Duration) error {
 			return fmt.Errorf("error completion %+v", c)
 		}
 		if time.Now().After(deadline) {
-			return errors.New("timeout")
+			return fmt.Errorf("%d completions still missing after %v", n, testLiveness)
 		}
 	}
 	return nil
@@ -134,14 +134,14 @@ func runChild(role string) int {
 				return 3
 			}
 		}
-		if err := s.waitN(streamWindow, 20*time.Second); err != nil {
+		if err := s.waitN(streamWindow); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			return 4
 		}
 		for s.ep.Send(streamOp(ack[:0], peer, 2, nil)) != nil {
 			s.cq.progress()
 		}
-		if err := s.waitN(1, 20*time.Second); err != nil {
+		if err := s.waitN(1); err != nil {
 			return 5
 		}
 	}
@@ -193,7 +193,7 @@ func TestProcStream(t *testing.T) {
 				s.cq.progress()
 			}
 		}
-		if err := s.waitN(streamWindow+1, 20*time.Second); err != nil {
+		if err := s.waitN(streamWindow + 1); err != nil {
 			t.Fatal(err)
 		}
 	}

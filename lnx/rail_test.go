@@ -230,7 +230,7 @@ func TestSeqReorder(t *testing.T) {
 			post()
 		}
 		got := 0
-		for deadline := time.Now().Add(5 * time.Second); got < 4 && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(testLiveness); got < 4 && time.Now().Before(deadline); {
 			k, _ := nd.cq.Read(out[:], 0)
 			for _, c := range out[:k] {
 				i := int(uintptr(c.Ctx) - uintptr(unsafe.Pointer(&ctxs[0])))

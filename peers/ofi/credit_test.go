@@ -10,23 +10,27 @@ import (
 )
 
 // sendUntilStalled sends 8-byte numbered messages from a to p until the
-// transport keeps answering ErrAgain for 300 ms, or limit went; it returns
-// how many went.
+// transport keeps answering ErrAgain for 300 ms and 1000 tries in a row
+// (polling everyone in between; the count keeps a test that is descheduled
+// for 300 ms from taking that for a stall), or limit went; it returns how
+// many went.
 func sendUntilStalled(t *testing.T, a *rec, p *Peer, limit int, others ...*rec) int {
 	t.Helper()
 	var b [8]byte
 	n := 0
-	quiet := time.Now()
+	quiet, tries := time.Now(), 0
 	const first = 0
-	for deadline := time.Now().Add(20 * time.Second); n < limit && time.Since(quiet) < 300*time.Millisecond; {
+	for deadline := time.Now().Add(liveness); n < limit && (time.Since(quiet) < 300*time.Millisecond || tries < 1000); {
 		binary.LittleEndian.PutUint64(b[:], uint64(first+n))
 		_, err := a.t.Send(p, Hdr{Tag: uint64(first + n)}, [][]byte{b[:]}, uint64(first+n))
 		switch {
 		case err == nil:
 			n++
-			quiet = time.Now()
+			quiet, tries = time.Now(), 0
 		case !errors.Is(err, ErrAgain):
 			t.Fatalf("send %d: %v", first+n, err)
+		default:
+			tries++
 		}
 		a.poll()
 		for _, r := range others {
@@ -71,7 +75,7 @@ func TestCreditWindow(t *testing.T) {
 		binary.LittleEndian.PutUint64(m[:], uint64(i))
 		send(t, a, ab, Hdr{Tag: uint64(i)}, [][]byte{m[:]}, uint64(i), b)
 	}
-	pump(t, "arrivals", 20*time.Second, func() bool { return len(b.arr) == total }, a, b)
+	pump(t, "arrivals", func() bool { return len(b.arr) == total }, a, b)
 	checkNumbered(t, b, 0)
 	if s := b.t.Stats(); s.CreditMsgs == 0 {
 		t.Fatalf("the receiver never sent credits back: %+v", s)
@@ -88,9 +92,9 @@ func TestCreditsRideOnReplies(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		binary.LittleEndian.PutUint64(m[:], uint64(i))
 		send(t, a, ab, Hdr{Tag: uint64(i)}, [][]byte{m[:]}, uint64(i), b)
-		pump(t, "ping", 10*time.Second, func() bool { return len(b.arr) == i+1 }, a, b)
+		pump(t, "ping", func() bool { return len(b.arr) == i+1 }, a, b)
 		send(t, b, ba, Hdr{Tag: uint64(i)}, [][]byte{m[:]}, uint64(i), a)
-		pump(t, "pong", 10*time.Second, func() bool { return len(a.arr) == i+1 }, a, b)
+		pump(t, "pong", func() bool { return len(a.arr) == i+1 }, a, b)
 	}
 	checkNumbered(t, b, 0)
 	checkNumbered(t, a, 0)
@@ -117,7 +121,7 @@ func TestCreditHello(t *testing.T) {
 		binary.LittleEndian.PutUint64(m[:], uint64(i))
 		send(t, a, ab, Hdr{Tag: uint64(i)}, [][]byte{m[:]}, uint64(i), b)
 	}
-	pump(t, "arrivals", 20*time.Second, func() bool { return len(b.arr) == total }, a, b)
+	pump(t, "arrivals", func() bool { return len(b.arr) == total }, a, b)
 	checkNumbered(t, b, 0)
 	if b.arr[total-1].peer == nil {
 		t.Fatal("the receiver did not learn the sender's address")
@@ -159,8 +163,8 @@ func TestStalledSenderKilledReceiver(t *testing.T) {
 		if err != nil && !errors.Is(err, ErrAgain) {
 			t.Fatalf("send to a killed receiver: %v", err)
 		}
-		if time.Since(start) > 20*time.Second {
-			t.Fatalf("still %v 20 s after the receiver was killed; %+v", err, r.t.Stats())
+		if time.Since(start) > liveness {
+			t.Fatalf("still %v %v after the receiver was killed; %+v", err, liveness, r.t.Stats())
 		}
 		r.poll()
 	}

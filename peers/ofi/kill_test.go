@@ -113,7 +113,7 @@ func startChild(t *testing.T, role string) *child {
 // expect waits for a line with prefix while polling r.
 func (c *child) expect(t *testing.T, prefix string, r *rec) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(liveness)
 	for time.Now().Before(deadline) {
 		select {
 		case l, ok := <-c.lines:
@@ -163,7 +163,7 @@ func TestKilledReceiver(t *testing.T) {
 	c.expect(t, "GOT", r)
 	c.cmd.Process.Kill()
 	start := time.Now()
-	pump(t, "send failure", 20*time.Second, func() bool { _, ok := r.done[1]; return ok }, r)
+	pump(t, "send failure", func() bool { _, ok := r.done[1]; return ok }, r)
 	if err := r.done[1]; !errors.Is(err, ErrPeerGone) {
 		t.Fatalf("send to killed peer: %v", err)
 	}
@@ -180,7 +180,7 @@ func TestKilledSender(t *testing.T) {
 	c := startChild(t, "rts")
 	connectChild(t, c, r)
 	c.expect(t, "SENT", r)
-	pump(t, "RTS", 20*time.Second, func() bool { return len(r.arr) == 1 }, r)
+	pump(t, "RTS", func() bool { return len(r.arr) == 1 }, r)
 	r.arr[0].rv.SetContext(0)
 	if err := r.t.Pull(r.arr[0].rv, [][]byte{mmapBuf(t, 1<<20)}); err != nil {
 		t.Fatal(err)
@@ -190,7 +190,7 @@ func TestKilledSender(t *testing.T) {
 	}
 	c.cmd.Process.Kill()
 	start := time.Now()
-	pump(t, "pull failure", 20*time.Second, func() bool { return len(r.pulls) == 1 }, r)
+	pump(t, "pull failure", func() bool { return len(r.pulls) == 1 }, r)
 	for _, res := range r.pulls {
 		if !errors.Is(res.err, ErrPeerGone) {
 			t.Fatalf("pull from killed peer: n=%d err=%v", res.n, res.err)

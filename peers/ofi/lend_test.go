@@ -44,7 +44,7 @@ func TestLend(t *testing.T) {
 		if _, ok := b.t.Lend(ba); !ok {
 			t.Fatalf("round %d: Lend refused", i)
 		}
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(liveness)
 		for b.t.k.cPeek() == 0 {
 			if time.Now().After(deadline) {
 				t.Fatalf("round %d: nothing arrived", i)
@@ -83,7 +83,7 @@ func TestLend(t *testing.T) {
 		if ok {
 			want--
 		}
-		pump(t, "b's arrivals", 10*time.Second, func() bool { return len(b.arr) >= want }, a, b)
+		pump(t, "b's arrivals", func() bool { return len(b.arr) >= want }, a, b)
 		if len(b.arr) != want {
 			t.Fatalf("round %d: Go delivered %d messages, want %d", i, len(b.arr), want)
 		}
@@ -100,7 +100,7 @@ func TestLend(t *testing.T) {
 		if !viaC {
 			send(t, b, ba, Hdr{Flags: 2, Tag: uint64(i)}, [][]byte{reply}, uint64(i), a)
 		}
-		pump(t, "the reply", 10*time.Second, func() bool { return len(a.arr) == 1 }, a, b)
+		pump(t, "the reply", func() bool { return len(a.arr) == 1 }, a, b)
 		if g := a.arr[0]; g.hdr.Tag != uint64(i) || g.hdr.Flags != 2 || !bytes.Equal(g.data, reply) {
 			t.Fatalf("round %d: reply tag %d flags %d payload %x", i, g.hdr.Tag, g.hdr.Flags, g.data)
 		}
@@ -127,7 +127,7 @@ func TestLendTakesMany(t *testing.T) {
 	a, b, ab, ba := pair(t, testCfg)
 	const n = 20
 	send(t, a, ab, Hdr{Tag: 999}, [][]byte{{1}}, 999, b) // connect
-	pump(t, "the first message", 10*time.Second, func() bool { return len(b.arr) == 1 }, a, b)
+	pump(t, "the first message", func() bool { return len(b.arr) == 1 }, a, b)
 	b.arr = b.arr[:0]
 	before := b.t.Stats()
 	if _, ok := b.t.Lend(ba); !ok {
@@ -138,7 +138,7 @@ func TestLendTakesMany(t *testing.T) {
 		if _, err := a.t.Send(ab, Hdr{Tag: uint64(i)}, [][]byte{p}, uint64(i)); err != nil {
 			t.Fatalf("send %d: %v", i, err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(liveness)
 		for b.t.k.cPeek() == 0 {
 			a.poll()
 			if time.Now().After(deadline) {
@@ -165,7 +165,7 @@ func TestLendTakesMany(t *testing.T) {
 	}
 	// Go carries on from C's sequence numbers.
 	send(t, a, ab, Hdr{Tag: 1000}, [][]byte{{9}}, 1000, b)
-	pump(t, "a message after the lending", 10*time.Second, func() bool { return len(b.arr) == 1 }, a, b)
+	pump(t, "a message after the lending", func() bool { return len(b.arr) == 1 }, a, b)
 	if g := b.arr[0]; g.hdr.Tag != 1000 || b.t.Stats().Malformed != 0 {
 		t.Fatalf("after the lending: tag %d, stats %+v", g.hdr.Tag, b.t.Stats())
 	}

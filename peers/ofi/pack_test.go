@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"errors"
 	"testing"
-	"time"
 )
 
 // TestPackAddr: real transport addresses (IPv4 and, where the core offers
@@ -54,7 +53,7 @@ func TestPackAddr(t *testing.T) {
 			ra, rb := newRec(a), newRec(b)
 			msg := []byte("over " + tc.name)
 			send(t, ra, ab, Hdr{Tag: 6}, [][]byte{msg}, 1, rb)
-			pump(t, "arrival", 10*time.Second, func() bool { return len(rb.arr) == 1 }, ra, rb)
+			pump(t, "arrival", func() bool { return len(rb.arr) == 1 }, ra, rb)
 			if g := rb.arr[0]; g.src != a.ID() || g.hdr.Tag != 6 || !bytes.Equal(g.data, msg) {
 				t.Fatalf("got %+v", g)
 			}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 )
 
 // TestReadRendezvous: on tcp;ofi_rxm a one-piece rendezvous send goes as
@@ -36,7 +35,7 @@ func TestReadRendezvous(t *testing.T) {
 	}
 	for i, c := range cases {
 		send(t, a, ab, Hdr{Tag: uint64(i)}, [][]byte{src[:c.size]}, uint64(i), b)
-		pump(t, "RTS", 10*time.Second, func() bool { return len(b.arr) == i+1 }, a, b)
+		pump(t, "RTS", func() bool { return len(b.arr) == i+1 }, a, b)
 		rv := b.arr[i].rv
 		if rv == nil || !rv.read {
 			t.Fatalf("case %d: not an RTS-read (%+v)", i, b.arr[i])
@@ -45,7 +44,7 @@ func TestReadRendezvous(t *testing.T) {
 			if err := b.t.Discard(rv); err != nil {
 				t.Fatal(err)
 			}
-			pump(t, "discarded send", 10*time.Second, func() bool { _, ok := a.done[uint64(i)]; return ok }, a, b)
+			pump(t, "discarded send", func() bool { _, ok := a.done[uint64(i)]; return ok }, a, b)
 			if err := a.done[uint64(i)]; err != nil {
 				t.Fatalf("case %d: discarded send: %v", i, err)
 			}
@@ -59,7 +58,7 @@ func TestReadRendezvous(t *testing.T) {
 		if err := b.t.Pull(rv, dst); err != nil {
 			t.Fatal(err)
 		}
-		pump(t, "read and send", 10*time.Second, func() bool {
+		pump(t, "read and send", func() bool {
 			_, pulled := b.pulls[i]
 			_, sent := a.done[uint64(i)]
 			return pulled && sent
@@ -108,7 +107,7 @@ func TestCloseMidRead(t *testing.T) {
 			for i := 0; i < k; i++ {
 				send(t, a, ab, Hdr{Tag: uint64(i)}, [][]byte{src}, uint64(i), b)
 			}
-			pump(t, "RTS", 20*time.Second, func() bool { return len(b.arr) == k }, a, b)
+			pump(t, "RTS", func() bool { return len(b.arr) == k }, a, b)
 			dst := make([][]byte, k)
 			for i := 0; i < k; i++ {
 				dst[i] = mmapBuf(t, size)
@@ -123,7 +122,7 @@ func TestCloseMidRead(t *testing.T) {
 			}
 			if closeSender {
 				a.t.Close()
-				pump(t, "pulls finished", 20*time.Second, func() bool { return len(b.pulls) == k }, b)
+				pump(t, "pulls finished", func() bool { return len(b.pulls) == k }, b)
 				ok := 0
 				for i, res := range b.pulls {
 					switch {
@@ -139,7 +138,7 @@ func TestCloseMidRead(t *testing.T) {
 			} else {
 				err := b.t.Close()
 				t.Logf("receiver close: %v", err)
-				pump(t, "sends finished", 20*time.Second, func() bool { return len(a.done) == k }, a)
+				pump(t, "sends finished", func() bool { return len(a.done) == k }, a)
 				ok := 0
 				for _, err := range a.done {
 					if err == nil {

@@ -5,7 +5,6 @@ package ofi
 import (
 	"bytes"
 	"testing"
-	"time"
 )
 
 // TestSplitMessages: payloads between EagerMax and SplitMax go as a header
@@ -32,7 +31,7 @@ func TestSplitMessages(t *testing.T) {
 	for i, c := range cases {
 		send(t, a, ab, Hdr{Tag: uint64(i)}, [][]byte{src[:c.size]}, uint64(i), b)
 	}
-	pump(t, "sends and headers", 10*time.Second, func() bool { return len(a.done) == len(cases) && len(b.arr) == len(cases) }, a, b)
+	pump(t, "sends and headers", func() bool { return len(a.done) == len(cases) && len(b.arr) == len(cases) }, a, b)
 	for i, err := range a.done {
 		if err != nil {
 			t.Fatalf("send %d: %v", i, err)
@@ -54,7 +53,7 @@ func TestSplitMessages(t *testing.T) {
 		if err := b.t.Pull(rv, [][]byte{dst}); err != nil {
 			t.Fatal(err)
 		}
-		pump(t, "pull", 10*time.Second, func() bool { _, ok := b.pulls[i]; return ok }, a, b)
+		pump(t, "pull", func() bool { _, ok := b.pulls[i]; return ok }, a, b)
 		res, want := b.pulls[i], min(c.size, c.room)
 		if res.err != nil || res.n != uint64(want) || !bytes.Equal(dst[:want], src[:want]) {
 			t.Fatalf("case %d: pull %+v, want %d bytes of the data", i, res, want)
@@ -75,7 +74,7 @@ func TestSplitSenderGone(t *testing.T) {
 	src := mmapBuf(t, DefaultSplitMax)
 	fill(src, 9)
 	send(t, a, ab, Hdr{Tag: 1}, [][]byte{src}, 1, b)
-	pump(t, "send", 10*time.Second, func() bool { return len(a.done) == 1 && len(b.arr) == 1 }, a, b)
+	pump(t, "send", func() bool { return len(a.done) == 1 && len(b.arr) == 1 }, a, b)
 	if err := a.t.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +88,7 @@ func TestSplitSenderGone(t *testing.T) {
 		t.Logf("pull after the sender closed: %v", err)
 		return // refusing it (the peer is gone) is also fine; it must not hang
 	}
-	pump(t, "pull", 10*time.Second, func() bool { return len(b.pulls) == 1 }, b)
+	pump(t, "pull", func() bool { return len(b.pulls) == 1 }, b)
 	res := b.pulls[0]
 	t.Logf("pull after the sender closed: %+v", res)
 	if res.err == nil && !bytes.Equal(dst, src) {

@@ -5,7 +5,6 @@ package ofi
 import (
 	"bytes"
 	"testing"
-	"time"
 )
 
 // TestTaggedEager: a payload above EagerMax up to the core's eager limit
@@ -20,7 +19,7 @@ func TestTaggedEager(t *testing.T) {
 	fill(src, 11)
 	// Not heard from b yet: split.
 	send(t, a, ab, Hdr{Tag: 100}, [][]byte{src[:DefaultSplitMax]}, 100, b)
-	pump(t, "first message", 10*time.Second, func() bool { return len(b.arr) == 1 && len(a.done) == 1 }, a, b)
+	pump(t, "first message", func() bool { return len(b.arr) == 1 && len(a.done) == 1 }, a, b)
 	if s := a.t.Stats(); s.SplitSends != 1 || s.TaggedEager != 0 {
 		t.Fatalf("before hearing from b: %+v", s)
 	}
@@ -33,7 +32,7 @@ func TestTaggedEager(t *testing.T) {
 	b.arr = nil
 	// b answers: a has heard from it.
 	send(t, b, ba, Hdr{Tag: 1}, [][]byte{[]byte("hi")}, 1, a)
-	pump(t, "reply", 10*time.Second, func() bool { return len(a.arr) == 1 }, a, b)
+	pump(t, "reply", func() bool { return len(a.arr) == 1 }, a, b)
 	type tc struct {
 		size int
 		h    Hdr
@@ -54,7 +53,7 @@ func TestTaggedEager(t *testing.T) {
 	for i, c := range cases {
 		send(t, a, ab, c.h, [][]byte{src[i : i+c.size]}, uint64(10+i), b)
 	}
-	pump(t, "messages", 10*time.Second, func() bool { return len(b.arr) == len(cases) }, a, b)
+	pump(t, "messages", func() bool { return len(b.arr) == len(cases) }, a, b)
 	te := 0
 	for i, c := range cases {
 		g := b.arr[i]
@@ -82,12 +81,12 @@ func TestTaggedEager(t *testing.T) {
 		if err := b.t.Pull(g.rv, [][]byte{dst}); err != nil {
 			t.Fatal(err)
 		}
-		pump(t, "pull", 10*time.Second, func() bool { _, ok := b.pulls[i]; return ok }, a, b)
+		pump(t, "pull", func() bool { _, ok := b.pulls[i]; return ok }, a, b)
 		if r := b.pulls[i]; r.err != nil || r.n != uint64(c.size) || !bytes.Equal(dst, want) {
 			t.Fatalf("case %d: pull %+v", i, r)
 		}
 	}
-	pump(t, "send completions", 10*time.Second, func() bool { return len(a.done) == 1+len(cases) }, a, b)
+	pump(t, "send completions", func() bool { return len(a.done) == 1+len(cases) }, a, b)
 	for id, err := range a.done {
 		if err != nil {
 			t.Fatalf("send %d: %v", id, err)
@@ -111,10 +110,10 @@ func TestTaggedEagerOff(t *testing.T) {
 	cfg.NoTaggedEager = true
 	a, b, ab, ba := pair(t, cfg)
 	send(t, b, ba, Hdr{Tag: 1}, [][]byte{[]byte("hi")}, 1, a)
-	pump(t, "reply", 10*time.Second, func() bool { return len(a.arr) == 1 }, a, b)
+	pump(t, "reply", func() bool { return len(a.arr) == 1 }, a, b)
 	src := mmapBuf(t, DefaultSplitMax)
 	send(t, a, ab, Hdr{Tag: 2}, [][]byte{src}, 2, b)
-	pump(t, "message", 10*time.Second, func() bool { return len(b.arr) == 1 }, a, b)
+	pump(t, "message", func() bool { return len(b.arr) == 1 }, a, b)
 	if s := a.t.Stats(); s.TaggedEager != 0 || s.SplitSends != 1 {
 		t.Fatalf("%+v", s)
 	}

@@ -96,16 +96,23 @@ func (r *rec) poll() int {
 	})
 }
 
-// pump polls all recorders until cond holds.
-func pump(t *testing.T, what string, d time.Duration, cond func() bool, rs ...*rec) {
+// liveness bounds every wait of these tests for something that must
+// happen. It is about hangs, not speed: a wait ends as soon as the thing
+// happens, and a loaded machine (the race detector, other suites running
+// at the same time) may take many times longer than an idle one.
+const liveness = 60 * time.Second
+
+// pump polls rs until cond holds; it fails the test if that has not
+// happened within liveness.
+func pump(t *testing.T, what string, cond func() bool, rs ...*rec) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	deadline := time.Now().Add(liveness)
 	for !cond() {
 		for _, r := range rs {
 			r.poll()
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
+			t.Fatalf("%s did not happen within %v (a hang, not slowness)", what, liveness)
 		}
 	}
 	for _, r := range rs {
@@ -146,7 +153,7 @@ func pair(t *testing.T, cfg Config) (a, b *rec, ab, ba *Peer) {
 // send retries on ErrAgain, polling everyone.
 func send(t *testing.T, from *rec, p *Peer, h Hdr, iov [][]byte, id uint64, rs ...*rec) bool {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(liveness)
 	for {
 		done, err := from.t.Send(p, h, iov, id)
 		if err == nil {
@@ -282,7 +289,7 @@ func TestEagerSizes(t *testing.T) {
 			want = append(want, got{hdr: h, size: uint64(n), data: src[:n]})
 		}
 	}
-	pump(t, "eager arrivals", 20*time.Second, func() bool {
+	pump(t, "eager arrivals", func() bool {
 		return len(b.arr) >= len(want) && len(a.done) == len(pending)
 	}, a, b)
 	for _, id := range pending {
@@ -316,7 +323,7 @@ func rndv(t *testing.T, a, b *rec, ab *Peer, id uint64, src [][]byte, dst [][]by
 	if done := send(t, a, ab, Hdr{Tag: id}, src, id, b); done {
 		t.Fatal("rendezvous send reported done")
 	}
-	pump(t, "RTS", 20*time.Second, func() bool { return len(b.arr) > n0 }, a, b)
+	pump(t, "RTS", func() bool { return len(b.arr) > n0 }, a, b)
 	g := b.arr[n0]
 	if g.rv == nil || g.size != size || g.rv.Size() != size || g.hdr.Tag != id || g.rv.Src() != a.t.ID() {
 		t.Fatalf("arrival: %+v", g)
@@ -325,7 +332,7 @@ func rndv(t *testing.T, a, b *rec, ab *Peer, id uint64, src [][]byte, dst [][]by
 	if err := b.t.Pull(g.rv, dst); err != nil {
 		t.Fatal(err)
 	}
-	pump(t, "pull and send completion", 30*time.Second, func() bool {
+	pump(t, "pull and send completion", func() bool {
 		_, pd := b.pulls[id]
 		_, sd := a.done[id]
 		return pd && sd
@@ -401,7 +408,7 @@ func TestTruncationAndDiscard(t *testing.T) {
 	// Discard.
 	n0 := len(b.arr)
 	send(t, a, ab, Hdr{Tag: 3}, [][]byte{src}, 3, b)
-	pump(t, "RTS", 20*time.Second, func() bool { return len(b.arr) > n0 }, a, b)
+	pump(t, "RTS", func() bool { return len(b.arr) > n0 }, a, b)
 	rv := b.arr[n0].rv
 	if err := b.t.Discard(rv); err != nil {
 		t.Fatal(err)
@@ -409,14 +416,14 @@ func TestTruncationAndDiscard(t *testing.T) {
 	if err := b.t.Discard(rv); !errors.Is(err, ErrBadHandle) {
 		t.Fatalf("second Discard: %v", err)
 	}
-	pump(t, "discarded send", 20*time.Second, func() bool { _, ok := a.done[3]; return ok }, a, b)
+	pump(t, "discarded send", func() bool { _, ok := a.done[3]; return ok }, a, b)
 	if err := a.done[3]; err != nil {
 		t.Fatalf("discarded send: %v", err)
 	}
 	// Too many pieces: the pull fails at once and the sender is told.
 	n0 = len(b.arr)
 	send(t, a, ab, Hdr{Tag: 4}, [][]byte{src}, 4, b)
-	pump(t, "RTS", 20*time.Second, func() bool { return len(b.arr) > n0 }, a, b)
+	pump(t, "RTS", func() bool { return len(b.arr) > n0 }, a, b)
 	_, maxPull := b.t.MaxIOV()
 	many := make([][]byte, maxPull+1)
 	for i := range many {
@@ -425,7 +432,7 @@ func TestTruncationAndDiscard(t *testing.T) {
 	if err := b.t.Pull(b.arr[n0].rv, many); !errors.Is(err, ErrTooManyIOV) {
 		t.Fatalf("Pull with %d pieces: %v", len(many), err)
 	}
-	pump(t, "rejected send", 20*time.Second, func() bool { _, ok := a.done[4]; return ok }, a, b)
+	pump(t, "rejected send", func() bool { _, ok := a.done[4]; return ok }, a, b)
 	if err := a.done[4]; !errors.Is(err, ErrRemote) {
 		t.Fatalf("rejected send: %v", err)
 	}
@@ -493,7 +500,7 @@ func TestOrder(t *testing.T) {
 			pending++
 		}
 	}
-	pump(t, "1000 messages", 60*time.Second, func() bool {
+	pump(t, "1000 messages", func() bool {
 		return len(order) >= n && b.npull >= pulled && len(a.done) == pending
 	}, a, b)
 	for i, tag := range order {
@@ -528,7 +535,7 @@ func TestFlowControl(t *testing.T) {
 	send(t, a, ab, Hdr{Tag: 1}, [][]byte{src}, 1, b)
 	send(t, a, ab, Hdr{Tag: 2}, [][]byte{src[:100]}, 2, b)
 	b.refuse = 5
-	pump(t, "arrivals", 20*time.Second, func() bool { return len(b.arr) == 3 }, a, b)
+	pump(t, "arrivals", func() bool { return len(b.arr) == 3 }, a, b)
 	for i, g := range b.arr {
 		if g.hdr.Tag != uint64(i) {
 			t.Fatalf("arrival %d tag %d", i, g.hdr.Tag)
@@ -539,7 +546,7 @@ func TestFlowControl(t *testing.T) {
 	if err := b.t.Pull(b.arr[1].rv, [][]byte{dst}); err != nil {
 		t.Fatal(err)
 	}
-	pump(t, "pull", 20*time.Second, func() bool { return len(b.pulls) == 1 && len(a.done) >= 1 }, a, b)
+	pump(t, "pull", func() bool { return len(b.pulls) == 1 && len(a.done) >= 1 }, a, b)
 	if !bytes.Equal(src, dst) {
 		t.Fatal("data differs")
 	}
@@ -576,7 +583,7 @@ func TestBothDirections(t *testing.T) {
 		send(t, b, ba, Hdr{Tag: uint64(i)}, [][]byte{src}, uint64(i), a, c)
 		send(t, c, ca, Hdr{Tag: uint64(100 + i)}, [][]byte{src}, uint64(i), a, b)
 	}
-	pump(t, "both directions", 60*time.Second, func() bool {
+	pump(t, "both directions", func() bool {
 		return len(a.done) == 20 && len(b.done) == 20 && len(c.done) == 20 &&
 			len(a.pulls) == 40 && len(b.pulls) == 20
 	}, a, b, c)
@@ -603,7 +610,7 @@ func TestSenderClosesDuringPull(t *testing.T) {
 	src := mmapBuf(t, 1<<20)
 	dst := mmapBuf(t, 1<<20)
 	send(t, a, ab, Hdr{}, [][]byte{src}, 1, b)
-	pump(t, "RTS", 20*time.Second, func() bool { return len(b.arr) == 1 }, a, b)
+	pump(t, "RTS", func() bool { return len(b.arr) == 1 }, a, b)
 	b.arr[0].rv.SetContext(0)
 	if err := b.t.Pull(b.arr[0].rv, [][]byte{dst}); err != nil {
 		t.Fatal(err)
@@ -614,7 +621,7 @@ func TestSenderClosesDuringPull(t *testing.T) {
 	if err := a.t.Close(); err != nil {
 		t.Fatal(err)
 	}
-	pump(t, "failed pull", 20*time.Second, func() bool { return len(b.pulls) == 1 }, b)
+	pump(t, "failed pull", func() bool { return len(b.pulls) == 1 }, b)
 	for _, res := range b.pulls {
 		if !errors.Is(res.err, ErrPeerGone) {
 			t.Fatalf("pull after sender closed: n=%d err=%v", res.n, res.err)
@@ -632,11 +639,11 @@ func TestReceiverClosesBeforePull(t *testing.T) {
 	src := mmapBuf(t, 1<<20)
 	send(t, a, ab, Hdr{}, [][]byte{src}, 1, b)
 	send(t, a, ab, Hdr{}, [][]byte{src[:5000]}, 2, b)
-	pump(t, "RTS", 20*time.Second, func() bool { return len(b.arr) == 2 }, a, b)
+	pump(t, "RTS", func() bool { return len(b.arr) == 2 }, a, b)
 	if err := b.t.Close(); err != nil {
 		t.Fatal(err)
 	}
-	pump(t, "failed send", 20*time.Second, func() bool { _, ok := a.done[1]; return ok }, a)
+	pump(t, "failed send", func() bool { _, ok := a.done[1]; return ok }, a)
 	if err := a.done[1]; !errors.Is(err, ErrPeerGone) {
 		t.Fatalf("send: %v", err)
 	}
@@ -657,7 +664,7 @@ func TestCloseMidTransfer(t *testing.T) {
 			for i := 0; i < k; i++ {
 				send(t, a, ab, Hdr{Tag: uint64(i)}, [][]byte{src}, uint64(i), b)
 			}
-			pump(t, "RTS", 20*time.Second, func() bool { return len(b.arr) == k }, a, b)
+			pump(t, "RTS", func() bool { return len(b.arr) == k }, a, b)
 			for i := 0; i < k; i++ {
 				b.arr[i].rv.SetContext(i)
 				if err := b.t.Pull(b.arr[i].rv, [][]byte{mmapBuf(t, size)}); err != nil {
@@ -665,12 +672,12 @@ func TestCloseMidTransfer(t *testing.T) {
 				}
 			}
 			// Let the CTSs arrive and the data start moving.
-			pump(t, "data sends posted", 20*time.Second, func() bool {
+			pump(t, "data sends posted", func() bool {
 				return a.t.Stats().Outstanding > a.t.cfg.RecvPool && a.t.ops[a.t.cfg.RecvPool].phase != phWaitCTS
 			}, a, b)
 			if closeSender {
 				a.t.Close()
-				pump(t, "pulls finished", 20*time.Second, func() bool { return len(b.pulls) == k }, b)
+				pump(t, "pulls finished", func() bool { return len(b.pulls) == k }, b)
 				failed := 0
 				for _, res := range b.pulls {
 					if res.err != nil {
@@ -684,7 +691,7 @@ func TestCloseMidTransfer(t *testing.T) {
 			} else {
 				err := b.t.Close()
 				t.Logf("receiver close: %v", err)
-				pump(t, "sends finished", 20*time.Second, func() bool { return len(a.done) == k }, a)
+				pump(t, "sends finished", func() bool { return len(a.done) == k }, a)
 				failed := 0
 				for _, err := range a.done {
 					if err != nil {
@@ -728,7 +735,7 @@ func TestOpenConfig(t *testing.T) {
 	if done := send(t, a, ab, Hdr{Tag: 7}, nil, 2, b); !done {
 		t.Fatal("empty send not done at once")
 	}
-	pump(t, "empty message", 10*time.Second, func() bool { return len(b.arr) == 2 }, a, b)
+	pump(t, "empty message", func() bool { return len(b.arr) == 2 }, a, b)
 	if g := b.arr[1]; g.size != 0 || g.rv != nil || g.hdr.Tag != 7 {
 		t.Fatalf("empty arrival %+v", g)
 	}
@@ -744,7 +751,7 @@ func TestOneCoreReadPerPoll(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		n0 := len(b.arr)
 		send(t, a, ab, Hdr{Tag: uint64(i)}, [][]byte{payload}, uint64(i), b)
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(liveness)
 		for len(b.arr) == n0 || !hasKey(a.done, uint64(i)) {
 			for _, r := range []*rec{a, b} {
 				before := r.t.Stats().CoreReads
@@ -780,7 +787,7 @@ func TestRendezvousWithDesc(t *testing.T) {
 		return m
 	}
 	ms, md := reg(a.t, src), reg(b.t, dst)
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	for deadline := time.Now().Add(liveness); ; {
 		a.poll()
 		b.poll()
 		_, err := a.t.SendMR(ab, Hdr{Tag: 3}, [][]byte{src}, []*MR{ms}, 1)
@@ -791,13 +798,13 @@ func TestRendezvousWithDesc(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pump(t, "RTS", 10*time.Second, func() bool { return len(b.arr) == 1 }, a, b)
+	pump(t, "RTS", func() bool { return len(b.arr) == 1 }, a, b)
 	rv := b.arr[0].rv
 	rv.SetContext(1)
 	if err := b.t.PullMR(rv, [][]byte{dst}, []*MR{md}); err != nil {
 		t.Fatal(err)
 	}
-	pump(t, "pull and send", 10*time.Second, func() bool { return len(b.pulls) == 1 && len(a.done) == 1 }, a, b)
+	pump(t, "pull and send", func() bool { return len(b.pulls) == 1 && len(a.done) == 1 }, a, b)
 	if r := b.pulls[1]; r.err != nil || r.n != 1<<20 || a.done[1] != nil {
 		t.Fatalf("pull %+v, send %v", r, a.done[1])
 	}

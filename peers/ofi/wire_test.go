@@ -12,7 +12,7 @@ import (
 // to p, bypassing the protocol.
 func rawSend(t *testing.T, a *rec, p *Peer, b []byte, rs ...*rec) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(liveness)
 	for {
 		idx := a.t.alloc(kCtl, false)
 		if idx < 0 {
@@ -84,7 +84,7 @@ func TestMalformedAndReordered(t *testing.T) {
 	for _, m := range msgs {
 		rawSend(t, a, ab, m, b)
 	}
-	pump(t, "sequenced arrivals", 20*time.Second, func() bool { return len(b.arr) == 3 }, a, b)
+	pump(t, "sequenced arrivals", func() bool { return len(b.arr) == 3 }, a, b)
 	for i, want := range []struct {
 		tag  uint64
 		data string
@@ -108,7 +108,7 @@ func TestMalformedAndReordered(t *testing.T) {
 	}
 	// The transport still works normally.
 	send(t, a, ab, Hdr{Tag: 5}, [][]byte{[]byte("ok")}, 1, b)
-	pump(t, "normal message", 20*time.Second, func() bool { return len(b.arr) == 4 }, a, b)
+	pump(t, "normal message", func() bool { return len(b.arr) == 4 }, a, b)
 	if g := b.arr[3]; g.src != ta.ID() || string(g.data) != "ok" {
 		t.Fatalf("normal arrival %+v", g)
 	}
