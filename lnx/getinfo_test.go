@@ -102,6 +102,7 @@ func TestGetInfoHints(t *testing.T) {
 		"rma iov":     func(h *fi.Info) { h.Tx.RmaIovLimit = 4 },
 		"ep msg":      func(h *fi.Info) { h.EP.Type = fi.EP_MSG },
 		"sockaddr":    func(h *fi.Info) { h.AddrFormat = 2 },
+		"addr str":    func(h *fi.Info) { h.AddrFormat = fi.ADDR_STR },
 		"inject":      func(h *fi.Info) { h.Tx.InjectSize = 1 << 30 },
 		"iov":         func(h *fi.Info) { h.Rx.IovLimit = 1 << 20 },
 		"domain":      func(h *fi.Info) { h.Domain.Name = "elsewhere" },

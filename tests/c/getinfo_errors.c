@@ -17,7 +17,8 @@
  *  - unknown provider ("shm+nosuchprov") or domain -> -FI_ENODATA
  *  - a group with an unknown provider next to a good one is skipped
  *  - unsatisfiable hints (FI_COLLECTIVE, rma_iov_limit 2, FI_EP_MSG, FI_SOCKADDR_IN,
- *    inject_size 1<<30, unknown domain name, fabric "bogus", ...) -> -FI_ENODATA
+ *    FI_ADDR_STR (lnx addresses are FI_FORMAT_UNSPEC), inject_size 1<<30,
+ *    unknown domain name, fabric "bogus", ...) -> -FI_ENODATA
  *  - nonsense hints (threading 99, av_type 55, resource_mgmt 77, every
  *    op_flags bit on tx or rx, src_addr or dest_addr of the wrong
  *    length, random bytes, a NULL pointer with a length, a huge length) ->
@@ -193,6 +194,10 @@ static void h_ep_dgram(struct fi_info *h)
 static void h_sockaddr(struct fi_info *h)
 {
 	h->addr_format = FI_SOCKADDR_IN;
+}
+static void h_addr_str(struct fi_info *h)
+{
+	h->addr_format = FI_ADDR_STR;
 }
 static void h_inject(struct fi_info *h)
 {
@@ -401,6 +406,7 @@ int main(void)
 		{ "ep_type FI_EP_MSG", h_ep_msg },
 		{ "ep_type FI_EP_DGRAM", h_ep_dgram },
 		{ "addr_format FI_SOCKADDR_IN", h_sockaddr },
+		{ "addr_format FI_ADDR_STR", h_addr_str },
 		{ "inject_size 1<<30", h_inject },
 		{ "domain name nosuchdomain", h_domain },
 		{ "fabric name bogus", h_fabric },
