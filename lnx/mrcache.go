@@ -53,9 +53,10 @@ func (c *regCache) acquire(d *Domain, base uintptr, n, access uint64) (*coreReg,
 	for i, cd := range d.cores {
 		// A send buffer may be read by the receiver (the transport's
 		// RMA-read rendezvous), which cores that check access refuse
-		// unless the registration allows it.
+		// unless the registration allows it. So may the source of an
+		// fi_write (FI_WRITE): its bulk data goes as such a send.
 		acc := access
-		if acc&fi.SEND != 0 {
+		if acc&(fi.SEND|fi.WRITE) != 0 {
 			acc |= fi.REMOTE_READ
 		}
 		m, err := cd.dom.RegMR(base, n, acc, coreKeys.Add(1), 0, 0)
