@@ -135,12 +135,27 @@ func (e *Endpoint) Atomic(op *RMAOp) error {
 	if (op.Fetch || op.CmpOp) && (op.Result.Ptr == nil || op.Result.Len < n) {
 		return fi.Wrap(fi.EINVAL, "result buffer: %d bytes given, %d needed", op.Result.Len, n)
 	}
+	// Operands and compare values travel inline: copied here, by the
+	// device runtime from device memory. Fetched values into device
+	// memory land in host memory first (rmaAnswer).
+	var kinds [MaxIov]memKind
+	e.devKinds(&op.Op, &kinds)
 	payload := make([]byte, need, 2*n)
 	if need > 0 {
-		gatherHost(payload, op.Iov())
+		if err := gatherUpTo(payload, op.Iov(), kinds[:op.N]); err != nil {
+			return err
+		}
 	}
 	if op.CmpOp {
-		payload = append(payload, op.Compare.bytes()[:n]...)
+		cmp := [1]Buf{{Ptr: op.Compare.Ptr, Len: n}}
+		ck := [1]memKind{e.kindOf(cmp[0], nil)}
+		payload = payload[:2*n]
+		if err := gather(payload[n:], cmp[:], ck[:]); err != nil {
+			return err
+		}
+	}
+	if op.Fetch || op.CmpOp {
+		op.resultKind = e.kindOf(Buf{Ptr: op.Result.Ptr, Len: n}, op.ResultMR)
 	}
 	op.atomicPayload = payload
 	op.Atomic = true
@@ -166,6 +181,7 @@ func (e *Endpoint) rmaServeAtomic(p rmaPeer, src uint64, h *rmaHdr, body []byte)
 		access = fi.REMOTE_READ
 	}
 	var dst [][]byte
+	var mk memKind
 	switch {
 	case err != nil:
 	case h.count == 0 || h.count > max || n != h.len:
@@ -182,7 +198,7 @@ func (e *Endpoint) rmaServeAtomic(p rmaPeer, src uint64, h *rmaHdr, body []byte)
 			err = fi.Wrap(fi.EINVAL, "atomic request carries %d operand bytes, wants %d", len(body), need)
 			break
 		}
-		dst, err = e.Domain.rmaTarget(h.key, h.addr, n, access)
+		dst, mk, err = e.Domain.rmaTarget(h.key, h.addr, n, access)
 		if err == nil && len(dst) != 1 {
 			err = fi.Wrap(fi.EINVAL, "atomic target crosses pieces of an MR")
 		}
@@ -204,17 +220,54 @@ func (e *Endpoint) rmaServeAtomic(p rmaPeer, src uint64, h *rmaHdr, body []byte)
 		compare = body[n:]
 	}
 	e.Domain.keys.mu.Lock()
-	if old != nil {
-		copy(old, dst[0])
-	}
-	applyAtomic(op, dt, size, dst[0], operand, compare)
+	err = atomicAt(mk, dst[0], old, func(mem []byte) {
+		applyAtomic(op, dt, size, mem, operand, compare)
+	})
 	e.Domain.keys.mu.Unlock()
+	if err != nil {
+		logging.Warnf(logging.EPData, "remote atomic on device memory: %v", err)
+		e.rmaAnswerTo(p, h.id, err, nil)
+		return
+	}
 	ev := fi.REMOTE_WRITE
 	if op == OpRead {
 		ev = fi.REMOTE_READ
 	}
 	e.rmaRemoteEvent(src, h, ev)
 	e.rmaAnswerTo(p, h.id, nil, old)
+}
+
+// atomicAt runs apply on the target words mem (memory of kind k), after
+// saving their old values in old when old is not nil; the caller holds
+// the key lock. Device memory is copied to the host, changed there and
+// copied back by the runtime: atomic against every other one-sided
+// operation (they all take the key lock), not against device kernels
+// writing the same words meanwhile.
+func atomicAt(k memKind, mem, old []byte, apply func([]byte)) error {
+	if !k.isDevice() {
+		if old != nil {
+			copy(old, mem)
+		}
+		apply(mem)
+		return nil
+	}
+	rt, err := runtimeFor(k)
+	if err != nil {
+		return err
+	}
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
+	host := make([]byte, len(mem))
+	if err := rt.CopyToHost(host, at); err != nil {
+		return fi.Wrap(fi.EIO, "copy from device: %v", err)
+	}
+	if old != nil {
+		copy(old, host)
+	}
+	apply(host)
+	if err := rt.CopyFromHost(at, host); err != nil {
+		return fi.Wrap(fi.EIO, "copy to device: %v", err)
+	}
+	return nil
 }
 
 // applyAtomic applies op element by element to mem.

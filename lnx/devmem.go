@@ -91,6 +91,23 @@ func gather(dst []byte, iov []Buf, kinds []memKind) error {
 	return nil
 }
 
+// gatherUpTo is gather that stops when dst is full.
+func gatherUpTo(dst []byte, iov []Buf, kinds []memKind) error {
+	var part [MaxIov]Buf
+	n := 0
+	left := uint64(len(dst))
+	for _, b := range iov {
+		if left == 0 {
+			break
+		}
+		b.Len = min(b.Len, left)
+		left -= b.Len
+		part[n] = b
+		n++
+	}
+	return gather(dst[:uint64(len(dst))-left], part[:n], kinds[:n])
+}
+
 // scatterKinds copies src into iov (host or device) and returns the bytes
 // placed.
 func scatterKinds(iov []Buf, kinds []memKind, src []byte) (uint64, error) {

@@ -338,6 +338,19 @@ func (e *Endpoint) Close() error {
 		e.stage.put(p.stage)
 	}
 	e.sends, e.pulls = nil, nil
+	if s := e.rma; s != nil {
+		// Staging buffers of one-sided data on device memory.
+		for _, b := range s.sends {
+			e.stage.put(b)
+		}
+		for p := range s.pulls {
+			e.stage.put(p.stage)
+		}
+		for _, m := range s.out {
+			e.stage.put(m.stage)
+		}
+		s.sends, s.pulls, s.out = map[uint64][]byte{}, map[*rmaPull]struct{}{}, nil
+	}
 	e.stage.drain()
 	e.ipcMaps.closeAll()
 	if e.av != nil {

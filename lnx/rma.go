@@ -7,6 +7,7 @@ import (
 	"errors"
 	"unsafe"
 
+	"github.com/lnx-go/lnx-go/hmem"
 	"github.com/lnx-go/lnx-go/internal/fi"
 	"github.com/lnx-go/lnx-go/lnx/logging"
 	"github.com/lnx-go/lnx-go/peers/ofi"
@@ -36,6 +37,22 @@ import (
 // Requests and bulk messages to one peer use one core connection (the
 // shm ring, or a network peer's first rail) without PER_MSG sequencing,
 // so a write's data always follows its request.
+//
+// Device memory is never touched by the CPU, on either side: the device
+// runtime copies it to or from host memory, and the cores only ever see
+// host memory (as for messaging, devmem.go). The initiator copies write
+// data and atomic operands from the device into a host buffer before
+// sending, and lands read data and fetched values in host memory (the
+// answer's inline data, or a staging buffer for bulk data) before the
+// runtime copies them to the device. The target does the same with an MR
+// of device memory: bulk write data is received into a staging buffer
+// and copied in, read data is copied out into a staging buffer that the
+// core sends from, and an atomic copies the target words to the host,
+// applies the operation there and copies them back, all under the key
+// lock. Such an atomic is therefore atomic against every other one-sided
+// operation this process executes, not against device kernels writing
+// the same words meanwhile (as with libfabric's shm provider, which
+// stages device memory the same way).
 const (
 	hdrRMA  uint32 = 1 << 5 // a one-sided request or answer; not a message
 	hdrBulk uint32 = 1 << 6 // with hdrRMA: the data of an operation
@@ -117,6 +134,7 @@ type RMAOp struct {
 	Fetch, CmpOp  bool
 	ResultMR      *MR
 	atomicPayload []byte
+	resultKind    memKind // what Result is
 }
 
 // rmaState is an endpoint's one-sided state, made on first use (e.guard).
@@ -124,7 +142,7 @@ type rmaState struct {
 	ops   map[uint64]*rmaOp     // initiator: operations awaiting their answer
 	out   []rmaOut              // messages the core could not take yet
 	in    map[rmaInKey]*rmaIn   // target: writes awaiting their data
-	sends map[uint64]struct{}   // our rendezvous sends in flight
+	sends map[uint64][]byte     // our rendezvous sends in flight, and their staging buffers
 	pulls map[*rmaPull]struct{} // network pulls in flight
 	shmTo map[uint64]*shm.Peer  // shm answer peers by sender id
 	next  uint64
@@ -134,7 +152,7 @@ type rmaState struct {
 func (e *Endpoint) rmaS() *rmaState {
 	if e.rma == nil {
 		e.rma = &rmaState{ops: map[uint64]*rmaOp{}, in: map[rmaInKey]*rmaIn{},
-			sends: map[uint64]struct{}{}, pulls: map[*rmaPull]struct{}{}, shmTo: map[uint64]*shm.Peer{}}
+			sends: map[uint64][]byte{}, pulls: map[*rmaPull]struct{}{}, shmTo: map[uint64]*shm.Peer{}}
 	}
 	return e.rma
 }
@@ -176,6 +194,9 @@ type rmaOut struct {
 	hdr msgHdr
 	iov [][]byte
 	mrs []*ofi.MR
+	// stage: a staging buffer (e.stage) iov points into, given back
+	// once the core is done with it.
+	stage []byte
 }
 
 // rmaOp is an initiator's operation awaiting its answer.
@@ -191,6 +212,10 @@ type rmaOp struct {
 	pull   bool    // a network pull is moving the read data
 	result bool    // atomic: answer carries fetched values
 	peer   rmaPeer // the target, watched until the answer comes
+	// dev: some of dst is device memory, of the kinds in kinds; the
+	// data lands in host memory first.
+	dev   bool
+	kinds [MaxIov]memKind
 }
 
 type rmaInKey struct {
@@ -205,15 +230,17 @@ type rmaIn struct {
 	src  uint64 // fi_addr of the initiator, for remote completions
 	h    rmaHdr
 	dst  [][]byte
+	kind memKind // what dst is: device memory takes the data through stage
 	err  error
 	done bool
 }
 
 // rmaPull is a network pull of one-sided data.
 type rmaPull struct {
-	in *rmaIn // target: write data
-	id uint64 // initiator: read data of this operation
-	op *rmaOp
+	in    *rmaIn // target: write data
+	id    uint64 // initiator: read data of this operation
+	op    *rmaOp
+	stage []byte // the data lands here first (device memory)
 }
 
 // RMA posts a one-sided operation.
@@ -244,8 +271,15 @@ func (e *Endpoint) RMA(op *RMAOp) error {
 		return fi.Wrap(fi.EOPBADSTATE, "endpoint not enabled")
 	}
 	var kinds [MaxIov]memKind
-	if e.devKinds(&op.Op, &kinds) {
-		return fi.Wrap(fi.EOPNOTSUPP, "one-sided operations on device memory are not supported")
+	dev := e.devKinds(&op.Op, &kinds)
+	// Write data from device memory: the runtime copies it to the host
+	// now, and the operation goes on as from host memory.
+	var host []byte
+	if dev && !op.Read && !op.Atomic {
+		host = make([]byte, size)
+		if err := gather(host, op.Iov(), kinds[:op.N]); err != nil {
+			return err
+		}
 	}
 	defer e.kickIfBusy()
 	s := e.rmaS()
@@ -287,6 +321,7 @@ func (e *Endpoint) RMA(op *RMAOp) error {
 			h.flags |= rfFetch
 			o.result = true
 			o.dst[0], o.ndst = op.Result, 1
+			o.kinds[0], o.dev = op.resultKind, op.resultKind.isDevice()
 		}
 		if op.CmpOp {
 			h.flags |= rfCompare
@@ -296,16 +331,23 @@ func (e *Endpoint) RMA(op *RMAOp) error {
 		h.kind = rmaRead
 		o.flags, o.cntr = fi.RMA|fi.READ, fi.READ
 		o.dst, o.ndst = op.IovBuf, op.N
+		o.kinds, o.dev = kinds, dev
 	default:
 		h.kind = rmaWrite
 		o.flags, o.cntr = fi.RMA|fi.WRITE, fi.WRITE
-		if rmaHdrLen+size <= p.eagerMax() {
+		switch {
+		case host != nil && rmaHdrLen+size <= p.eagerMax():
+			iov = [][]byte{host}
+		case rmaHdrLen+size <= p.eagerMax():
 			for _, b := range op.Iov() {
 				iov = append(iov, b.bytes())
 			}
-		} else {
+		default:
 			h.flags |= rfBulk
-			if op.Inject {
+			if host != nil {
+				o.keep = host
+				bulk = [][]byte{host}
+			} else if op.Inject {
 				o.keep = make([]byte, size)
 				gatherHost(o.keep, op.Iov())
 				bulk = [][]byte{o.keep}
@@ -414,6 +456,9 @@ func (e *Endpoint) rmaTry(m rmaOut) bool {
 	if again {
 		return false
 	}
+	if err != nil || done {
+		e.stage.put(m.stage)
+	}
 	if err != nil {
 		// The answer will never come: fail what waits for it.
 		logging.Warnf(logging.EPData, "one-sided message lost: %v", err)
@@ -428,7 +473,7 @@ func (e *Endpoint) rmaTry(m rmaOut) bool {
 		return true
 	}
 	if !done {
-		e.rma.sends[id] = struct{}{}
+		e.rma.sends[id] = m.stage
 	}
 	return true
 }
@@ -437,7 +482,10 @@ func (e *Endpoint) rmaTry(m rmaOut) bool {
 // are not the application's).
 func (e *Endpoint) rmaSendDone(id uint64) {
 	if e.rma != nil {
-		delete(e.rma.sends, id)
+		if b, ok := e.rma.sends[id]; ok {
+			delete(e.rma.sends, id)
+			e.stage.put(b)
+		}
 	}
 }
 
@@ -593,10 +641,10 @@ func (e *Endpoint) rmaArrive(p rmaPeer, k rmaInKey, src uint64, hdr msgHdr, eage
 	case rmaAnswer:
 		e.rmaAnswer(&h, body)
 	case rmaWrite:
-		dst, err := e.Domain.rmaTarget(h.key, h.addr, h.len, fi.REMOTE_WRITE)
+		dst, mk, err := e.Domain.rmaTarget(h.key, h.addr, h.len, fi.REMOTE_WRITE)
 		if h.flags&rfBulk != 0 {
 			k.id = h.id
-			s.in[k] = &rmaIn{p: p, src: src, h: h, dst: dst, err: err}
+			s.in[k] = &rmaIn{p: p, src: src, h: h, dst: dst, kind: mk, err: err}
 			return
 		}
 		if err == nil {
@@ -604,7 +652,7 @@ func (e *Endpoint) rmaArrive(p rmaPeer, k rmaInKey, src uint64, hdr msgHdr, eage
 				err = fi.Wrap(fi.EINVAL, "write of %d bytes carries %d", h.len, len(body))
 			} else {
 				e.Domain.keys.mu.Lock()
-				scatterBytes(dst, body)
+				err = scatterMem(mk, dst, body)
 				e.Domain.keys.mu.Unlock()
 			}
 		}
@@ -635,17 +683,31 @@ func (e *Endpoint) rmaWriteData(in *rmaIn, eager []byte, rv rndv) {
 		return
 	}
 	var err error
+	// Device memory: the data lands in a staging buffer first.
+	dst := in.dst
+	var st []byte
+	if in.kind.isDevice() && !rv.none() {
+		if st, err = e.stage.get(in.h.len); err != nil {
+			e.rmaDiscard(rv)
+			e.rmaWritten(in, err)
+			return
+		}
+		dst = [][]byte{st}
+	}
 	switch {
 	case rv.shm != nil:
 		var n uint64
-		n, err = e.shm.Pull(rv.shm, in.dst)
+		n, err = e.shm.Pull(rv.shm, dst)
 		if err == nil && n != in.h.len {
 			err = fi.Wrap(fi.EIO, "write moved %d of %d bytes", n, in.h.len)
 		}
+		if err == nil && st != nil {
+			err = e.rmaToDevice(in, st)
+		}
 	case rv.net != nil:
-		pl := &rmaPull{in: in}
+		pl := &rmaPull{in: in, stage: st}
 		rv.net.SetContext(pl)
-		if err = rv.t.PullMR(rv.net, in.dst, nil); err == nil {
+		if err = rv.t.PullMR(rv.net, dst, nil); err == nil {
 			e.rma.pulls[pl] = struct{}{}
 			e.netBusy()
 			return
@@ -654,10 +716,20 @@ func (e *Endpoint) rmaWriteData(in *rmaIn, eager []byte, rv rndv) {
 		if uint64(len(eager)) != in.h.len {
 			err = fi.Wrap(fi.EINVAL, "write of %d bytes carries %d", in.h.len, len(eager))
 		} else {
-			scatterBytes(in.dst, eager)
+			e.Domain.keys.mu.Lock()
+			err = scatterMem(in.kind, in.dst, eager)
+			e.Domain.keys.mu.Unlock()
 		}
 	}
+	e.stage.put(st)
 	e.rmaWritten(in, err)
+}
+
+// rmaToDevice copies a write's staged data into the target's device memory.
+func (e *Endpoint) rmaToDevice(in *rmaIn, st []byte) error {
+	e.Domain.keys.mu.Lock()
+	defer e.Domain.keys.mu.Unlock()
+	return scatterMem(in.kind, in.dst, st[:in.h.len])
 }
 
 // rmaPullDone finishes a network pull of one-sided data (onPullDone's
@@ -668,15 +740,22 @@ func (e *Endpoint) rmaPullDone(rv *ofi.Rendezvous, n uint64, err error) {
 		return
 	}
 	delete(e.rma.pulls, pl)
+	defer e.stage.put(pl.stage)
 	if pl.in != nil {
 		if err == nil && n != pl.in.h.len {
 			err = fi.Wrap(fi.EIO, "write moved %d of %d bytes", n, pl.in.h.len)
+		}
+		if err == nil && pl.stage != nil {
+			err = e.rmaToDevice(pl.in, pl.stage)
 		}
 		e.rmaWritten(pl.in, err)
 		return
 	}
 	if err == nil && n != pl.op.len {
 		err = fi.Wrap(fi.EIO, "read moved %d of %d bytes", n, pl.op.len)
+	}
+	if err == nil && pl.stage != nil {
+		_, err = scatterKinds(pl.op.dst[:pl.op.ndst], pl.op.kinds[:pl.op.ndst], pl.stage[:n])
 	}
 	e.rmaDone(pl.id, codeOf(err))
 }
@@ -729,24 +808,41 @@ func (e *Endpoint) rmaAnswerTo(p rmaPeer, id uint64, err error, data []byte) {
 // rmaServeRead answers a read: inline when it fits, else as a bulk
 // message from the target's memory (the initiator pulls it).
 func (e *Endpoint) rmaServeRead(p rmaPeer, src uint64, h *rmaHdr) {
-	src_, err := e.Domain.rmaTarget(h.key, h.addr, h.len, fi.REMOTE_READ)
+	src_, mk, err := e.Domain.rmaTarget(h.key, h.addr, h.len, fi.REMOTE_READ)
+	inline := rmaHdrLen+h.len <= p.eagerMax()
+	var data, st []byte
+	if err == nil {
+		// Host memory read inline is copied here; device memory is
+		// copied by the runtime, into a staging buffer when it goes
+		// as bulk data.
+		switch {
+		case inline:
+			data = make([]byte, h.len)
+		case mk.isDevice():
+			st, err = e.stage.get(h.len)
+			data = st
+		}
+	}
+	if err == nil && data != nil {
+		e.Domain.keys.mu.Lock()
+		err = gatherMem(mk, data, src_)
+		e.Domain.keys.mu.Unlock()
+	}
 	if err != nil {
+		e.stage.put(st)
 		logging.Debugf(logging.EPData, "refusing a remote read: %v", err)
 		e.rmaAnswerTo(p, h.id, err, nil)
 		return
 	}
 	e.rmaRemoteEvent(src, h, fi.REMOTE_READ)
-	if rmaHdrLen+h.len <= p.eagerMax() {
-		data := make([]byte, 0, h.len)
-		e.Domain.keys.mu.Lock()
-		for _, b := range src_ {
-			data = append(data, b...)
-		}
-		e.Domain.keys.mu.Unlock()
+	if inline {
 		e.rmaAnswerTo(p, h.id, nil, data)
 		return
 	}
-	e.rmaSend(rmaOut{p: p, hdr: msgHdr{Flags: hdrRMA | hdrBulk, Tag: h.id, Data: bulkRead}, iov: src_})
+	if st != nil {
+		src_ = [][]byte{st}
+	}
+	e.rmaSend(rmaOut{p: p, hdr: msgHdr{Flags: hdrRMA | hdrBulk, Tag: h.id, Data: bulkRead}, iov: src_, stage: st})
 }
 
 // rmaReadData lands a read's bulk data in the initiator's buffers.
@@ -757,25 +853,44 @@ func (e *Endpoint) rmaReadData(id uint64, eager []byte, rv rndv) {
 		return
 	}
 	var dst [MaxIov][]byte
-	for i, b := range o.dst[:o.ndst] {
-		dst[i] = b.bytes()
-	}
+	nd := o.ndst
+	var st []byte
 	var n uint64
 	var err error
+	if o.dev && !rv.none() {
+		// Device buffers: the data lands in a staging buffer, which
+		// the runtime copies in.
+		if st, err = e.stage.get(o.len); err != nil {
+			e.rmaDiscard(rv)
+			e.rmaDone(id, codeOf(err))
+			return
+		}
+		dst[0], nd = st, 1
+	} else {
+		for i, b := range o.dst[:o.ndst] {
+			dst[i] = b.bytes()
+		}
+	}
 	switch {
 	case rv.shm != nil:
-		n, err = e.shm.Pull(rv.shm, dst[:o.ndst])
+		n, err = e.shm.Pull(rv.shm, dst[:nd])
+		if err == nil && st != nil {
+			n, err = scatterKinds(o.dst[:o.ndst], o.kinds[:o.ndst], st[:n])
+		}
 	case rv.net != nil:
-		pl := &rmaPull{id: id, op: o}
+		pl := &rmaPull{id: id, op: o, stage: st}
 		rv.net.SetContext(pl)
-		if err = rv.t.PullMR(rv.net, dst[:o.ndst], nil); err == nil {
+		if err = rv.t.PullMR(rv.net, dst[:nd], nil); err == nil {
 			e.rma.pulls[pl] = struct{}{}
 			e.netBusy()
 			return
 		}
+	case o.dev:
+		n, err = scatterKinds(o.dst[:o.ndst], o.kinds[:o.ndst], eager)
 	default:
 		n = scatter(o.dst[:o.ndst], eager)
 	}
+	e.stage.put(st)
 	if err == nil && n != o.len {
 		err = fi.Wrap(fi.EIO, "read moved %d of %d bytes", n, o.len)
 	}
@@ -793,7 +908,14 @@ func (e *Endpoint) rmaAnswer(h *rmaHdr, body []byte) {
 		return
 	}
 	if o.flags&fi.READ != 0 && len(body) > 0 {
-		if n := scatter(o.dst[:o.ndst], body); n != uint64(len(body)) {
+		var n uint64
+		var err error
+		if o.dev {
+			n, err = scatterKinds(o.dst[:o.ndst], o.kinds[:o.ndst], body)
+		} else {
+			n = scatter(o.dst[:o.ndst], body)
+		}
+		if err != nil || n != uint64(len(body)) {
 			e.rmaDone(h.id, -int(fi.EIO))
 			return
 		}
@@ -807,40 +929,90 @@ func scatterBytes(dst [][]byte, src []byte) {
 	}
 }
 
+// scatterMem copies src into the pieces of target memory dst, which are
+// memory of kind k: device memory by its runtime, never by the CPU.
+func scatterMem(k memKind, dst [][]byte, src []byte) error {
+	if !k.isDevice() {
+		scatterBytes(dst, src)
+		return nil
+	}
+	rt, err := runtimeFor(k)
+	if err != nil {
+		return err
+	}
+	for _, d := range dst {
+		c := min(len(d), len(src))
+		if c == 0 {
+			continue
+		}
+		if err := rt.CopyFromHost(uintptr(unsafe.Pointer(unsafe.SliceData(d))), src[:c]); err != nil {
+			return fi.Wrap(fi.EIO, "copy to device: %v", err)
+		}
+		src = src[c:]
+	}
+	return nil
+}
+
+// gatherMem copies the pieces of target memory src, of kind k, into dst.
+func gatherMem(k memKind, dst []byte, src [][]byte) error {
+	var rt hmem.Runtime
+	if k.isDevice() {
+		var err error
+		if rt, err = runtimeFor(k); err != nil {
+			return err
+		}
+	}
+	for _, s := range src {
+		c := min(len(s), len(dst))
+		if c == 0 {
+			continue
+		}
+		if rt == nil {
+			copy(dst, s[:c])
+		} else if err := rt.CopyToHost(dst[:c], uintptr(unsafe.Pointer(unsafe.SliceData(s)))); err != nil {
+			return fi.Wrap(fi.EIO, "copy from device: %v", err)
+		}
+		dst = dst[c:]
+	}
+	return nil
+}
+
 // rmaTarget resolves a peer's (key, address, length) against this
-// domain's remotely accessible MRs: the pieces of memory it designates,
-// or why it may not be touched.
-func (d *Domain) rmaTarget(key, addr, n, access uint64) ([][]byte, error) {
+// domain's remotely accessible MRs: the pieces of memory it designates
+// and what memory they are (device memory: addresses only, never to be
+// touched by the CPU), or why it may not be touched.
+func (d *Domain) rmaTarget(key, addr, n, access uint64) ([][]byte, memKind, error) {
 	d.keys.mu.Lock()
 	defer d.keys.mu.Unlock()
 	m := d.keys.remote[key]
 	if m == nil || m.closed.Load() {
-		return nil, fi.Wrap(fi.EKEYREJECTED, "no remotely accessible MR has key %#x", key)
+		return nil, memKind{}, fi.Wrap(fi.EKEYREJECTED, "no remotely accessible MR has key %#x", key)
 	}
 	if m.Access&access == 0 {
-		return nil, fi.Wrap(fi.EACCES, "MR %#x does not allow %s", key, accessName(access))
-	}
-	if m.IsDevice() {
-		return nil, fi.Wrap(fi.EOPNOTSUPP, "one-sided access to device memory is not supported")
+		return nil, memKind{}, fi.Wrap(fi.EACCES, "MR %#x does not allow %s", key, accessName(access))
 	}
 	off := addr
 	if d.Info.Domain.MRMode&fi.MR_VIRT_ADDR != 0 {
 		if addr < uint64(m.base) {
-			return nil, fi.Wrap(fi.EINVAL, "address %#x is below MR %#x", addr, key)
+			return nil, memKind{}, fi.Wrap(fi.EINVAL, "address %#x is below MR %#x", addr, key)
 		}
 		off = addr - uint64(m.base)
 	}
 	if off > m.len || n > m.len-off {
-		return nil, fi.Wrap(fi.EINVAL, "%d bytes at offset %d exceed MR %#x of %d bytes", n, off, key, m.len)
+		return nil, memKind{}, fi.Wrap(fi.EINVAL, "%d bytes at offset %d exceed MR %#x of %d bytes", n, off, key, m.len)
+	}
+	var k memKind
+	if m.IsDevice() {
+		k = memKind{m.Iface, m.Device}
 	}
 	if n == 0 {
-		return nil, nil
+		return nil, k, nil
 	}
 	// Only registered pieces: an MR of several iovs spans gaps that were
 	// never registered.
 	segs := m.segs
 	if segs == nil {
-		return [][]byte{unsafe.Slice((*byte)(cptr(m.base+uintptr(off))), n)}, nil
+		return [][]byte{unsafe.Slice((*byte)(cptr(m.base+uintptr(off))), n)}, k, nil
 	}
 	var out [][]byte
 	p := uint64(m.base) + off
@@ -858,10 +1030,10 @@ func (d *Domain) rmaTarget(key, addr, n, access uint64) ([][]byte, error) {
 			}
 		}
 		if !hit || len(out) > MaxIov {
-			return nil, fi.Wrap(fi.EINVAL, "range crosses memory MR %#x does not cover", key)
+			return nil, memKind{}, fi.Wrap(fi.EINVAL, "range crosses memory MR %#x does not cover", key)
 		}
 	}
-	return out, nil
+	return out, k, nil
 }
 
 func accessName(a uint64) string {

@@ -64,7 +64,7 @@ func TestRMATarget(t *testing.T) {
 		if c.virt {
 			d.Info.Domain.MRMode = fi.MR_VIRT_ADDR
 		}
-		got, err := d.rmaTarget(c.key, c.addr, c.n, c.ac)
+		got, _, err := d.rmaTarget(c.key, c.addr, c.n, c.ac)
 		if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {
 			t.Errorf("%s: error %v, want %v", c.name, err, c.want)
 			continue
