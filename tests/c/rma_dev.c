@@ -3,8 +3,8 @@
  * One-sided operations (FI_RMA, FI_ATOMIC) on device memory between two
  * processes: fi_write and fi_read of inline and bulk sizes device to
  * device, host to device and device to host (local buffers with and
- * without descriptors), every byte checked and the bytes around each
- * target range untouched; fetch-add, compare-swap (hit and miss) and an
+ * without descriptors), and fi_inject_write, every byte checked and the
+ * bytes around each target range untouched; fetch-add, compare-swap (hit and miss) and an
  * atomic read on a device-memory target word, with host and with device
  * operand and result buffers; and 2 processes x 1000 fetch-adds on one
  * device counter ending exact, the fetched values exactly 0..1999.
@@ -85,12 +85,15 @@ static uint8_t *to_host(int kind, const void *buf, size_t n)
 	return h;
 }
 
+/* Then INJ bytes written by fi_inject_write. */
+#define INJ 8
+
 static size_t win_size(void)
 {
 	size_t t = GAP;
 	for (size_t i = 0; i < NSIZES; i++)
 		t += k_sizes[i] + GAP;
-	return t;
+	return t + INJ + GAP;
 }
 
 /* A target window of kind kind, every byte 0xee. */
@@ -167,6 +170,25 @@ static void rw_a(struct peer *p, void *arg)
 		release(c->local, dst);
 		off += n + GAP;
 	}
+	/* fi_inject_write: the buffer is ours again at once; read back until
+	 * the write has landed (inject forms write no completion). */
+	void *src = alloc(c->local, INJ), *dst = alloc(c->local, INJ);
+	fill(c->local, src, INJ, SEED(NSIZES));
+	POST(p->l.cq, fi_inject_write(p->l.ep, src, INJ, peer_addr(p), r.addr + off, r.key));
+	fill(c->local, src, INJ, 0);
+	for (int k = 0;; k++) {
+		POST(p->l.cq,
+		     fi_read(p->l.ep, dst, INJ, NULL, peer_addr(p), r.addr + off, r.key, dst));
+		wait_op(p, dst, FI_RMA | FI_READ, "read after inject");
+		uint8_t *h = to_host(c->local, dst, INJ);
+		long long bad = check_pattern(h, INJ, SEED(NSIZES));
+		free(h);
+		if (bad < 0)
+			break;
+		EXPECT(k < 10000, "inject write never landed");
+	}
+	release(c->local, src);
+	release(c->local, dst);
 	barrier(p);
 }
 
@@ -190,6 +212,11 @@ static void rw_b(struct peer *p, void *arg)
 		EXPECT(bad < 0, "write of %zu: target differs at offset %lld", k_sizes[i], bad);
 		off += k_sizes[i];
 	}
+	for (size_t g = 0; g < GAP; g++)
+		EXPECT(h[off + g] == 0xee, "gap byte %zu before the inject touched", g);
+	off += GAP;
+	EXPECT(check_pattern(h + off, INJ, SEED(NSIZES)) < 0, "inject write: target differs");
+	off += INJ;
 	for (size_t g = 0; g < GAP; g++)
 		EXPECT(h[off + g] == 0xee, "trailing gap byte %zu touched", g);
 	free(h);
