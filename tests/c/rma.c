@@ -405,8 +405,11 @@ static void armed_a(struct peer *p, void *arg)
 	uint8_t buf[256];
 	for (int i = 0; i < 20; i++) {
 		fill_pattern(buf, sizeof(buf), 60 + i);
+		/* Each write has its own slice: A's completion does not wait
+		 * for B to read its CQ, so write i+1 may land before B checks
+		 * write i. */
 		POST(p->l.cq, fi_writedata(p->l.ep, buf, sizeof(buf), NULL, 1000 + i, peer_addr(p),
-					   r.addr, r.key, buf));
+					   r.addr + (uint64_t)i * sizeof(buf), r.key, buf));
 		wait_op(p, buf, FI_RMA | FI_WRITE, "writedata");
 	}
 	uint64_t msg = 0x5555;
@@ -418,7 +421,7 @@ static void armed_a(struct peer *p, void *arg)
 static void armed_b(struct peer *p, void *arg)
 {
 	struct win w;
-	win_reg(p, &w, 256, FI_REMOTE_WRITE, 15);
+	win_reg(p, &w, 20 * 256, FI_REMOTE_WRITE, 15);
 	uint64_t got = 0;
 	CHECK(fi_trecv(p->l.ep, &got, sizeof(got), NULL, peer_addr(p), 5, 0, &got));
 	win_tell(p, 0, &w);
@@ -430,7 +433,7 @@ static void armed_b(struct peer *p, void *arg)
 			       e.data == 1000 + (uint64_t)i,
 		       "entry %d: flags %#llx data %llu", i, (unsigned long long)e.flags,
 		       (unsigned long long)e.data);
-		EXPECT_PATTERN(w.buf, 256, 60 + i);
+		EXPECT_PATTERN(w.buf + i * 256, 256, 60 + i);
 	}
 	wait_op(p, &got, FI_RECV | FI_TAGGED, "trecv");
 	EXPECT(got == 0x5555, "received %#llx", (unsigned long long)got);
