@@ -103,6 +103,43 @@ func Lookup(i Iface) (Runtime, bool) {
 	return nil, false
 }
 
+// hostPinner is a runtime that can page-lock host memory.
+type hostPinner interface {
+	PinHost(b []byte) error
+	UnpinHost(b []byte) error
+}
+
+var (
+	_ hostPinner = (*cuda.Runtime)(nil)
+	_ hostPinner = (*rocm.Runtime)(nil)
+)
+
+// PinHost page-locks host memory b with each available runtime that can,
+// so that the runtimes' copies between b and device memory run at the copy
+// engines' speed instead of through the driver's own pageable bounce
+// buffers (on an H200, 1 MiB device-to-host: 26 us pinned, 92 us
+// pageable). b must be outside the Go heap and stay mapped until unpin,
+// which the caller runs before unmapping it. It returns nil when no
+// runtime pinned b (none available, none able, or the driver refused):
+// b then works unpinned, only slower.
+func PinHost(b []byte) (unpin func()) {
+	var done []hostPinner
+	for _, r := range Runtimes() {
+		p, ok := r.(hostPinner)
+		if ok && r.Available() && p.PinHost(b) == nil {
+			done = append(done, p)
+		}
+	}
+	if len(done) == 0 {
+		return nil
+	}
+	return func() {
+		for _, p := range done {
+			p.UnpinHost(b)
+		}
+	}
+}
+
 // Available reports whether any device runtime is available.
 func Available() bool {
 	for _, r := range Runtimes() {

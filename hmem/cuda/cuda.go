@@ -257,3 +257,23 @@ func (r *Runtime) Free(p uintptr) error {
 	}
 	return r.free(p)
 }
+
+// PinHost page-locks host memory b (cuMemHostRegister_v2, portable to
+// every context), so that copies between it and device memory run at the
+// copy engines' speed rather than through the driver's pageable bounce
+// buffers. b must stay mapped until UnpinHost. A driver without the entry
+// points gives an error, and b stays usable unpinned.
+func (r *Runtime) PinHost(b []byte) error {
+	if err := r.Check(); err != nil || len(b) == 0 {
+		return err
+	}
+	return r.pin(b)
+}
+
+// UnpinHost undoes PinHost (cuMemHostUnregister).
+func (r *Runtime) UnpinHost(b []byte) error {
+	if err := r.Check(); err != nil || len(b) == 0 {
+		return err
+	}
+	return r.unpin(b)
+}

@@ -38,6 +38,8 @@ enum {
 	F_cuGetErrorName,
 	F_cuMemAlloc,
 	F_cuMemFree,
+	F_cuMemHostRegister,
+	F_cuMemHostUnregister,
 	F_N
 };
 
@@ -60,6 +62,8 @@ typedef CUresult (*t_state)(CUdevice, unsigned int *, int *);
 typedef CUresult (*t_errname)(CUresult, const char **);
 typedef CUresult (*t_alloc)(CUdeviceptr *, size_t);
 typedef CUresult (*t_free)(CUdeviceptr);
+typedef CUresult (*t_hostreg)(void *, size_t, unsigned int);
+typedef CUresult (*t_hostunreg)(void *);
 
 #define CALL(c, name, type) ((type)(c)->fn[F_##name])
 
@@ -69,6 +73,7 @@ enum {
 	MEMTYPE_DEVICE = 2,       // CU_MEMORYTYPE_DEVICE
 	MEMTYPE_UNIFIED = 4,      // CU_MEMORYTYPE_UNIFIED
 	IPC_LAZY_PEER = 1,        // CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
+	HOSTREG_PORTABLE = 1,     // CU_MEMHOSTREGISTER_PORTABLE: pinned for every context
 	ERR_OUT_OF_MEMORY = 2,
 	ERR_INVALID_DEVICE = 101,
 };
@@ -353,6 +358,37 @@ static CUresult lnx_cu_free_mem(lnx_cu *c, CUdeviceptr p, int *where) {
 	leave(c, &s);
 	return r;
 }
+
+// lnx_cu_pin page-locks host memory (cuMemHostRegister_v2, portable) in
+// the thread's context or the home device's primary one; lnx_cu_unpin
+// undoes it.
+static CUresult lnx_cu_pin(lnx_cu *c, void *p, size_t n, int *where) {
+	scope s;
+	*where = F_cuMemHostRegister;
+	if (!c->fn[F_cuMemHostRegister] || !c->fn[F_cuMemHostUnregister])
+		return -1;
+	CUresult r = enter(c, 0, -1, &s, where);
+	if (r)
+		return r;
+	*where = F_cuMemHostRegister;
+	r = CALL(c, cuMemHostRegister, t_hostreg)(p, n, HOSTREG_PORTABLE);
+	leave(c, &s);
+	return r;
+}
+
+static CUresult lnx_cu_unpin(lnx_cu *c, void *p, int *where) {
+	scope s;
+	*where = F_cuMemHostUnregister;
+	if (!c->fn[F_cuMemHostUnregister])
+		return -1;
+	CUresult r = enter(c, 0, -1, &s, where);
+	if (r)
+		return r;
+	*where = F_cuMemHostUnregister;
+	r = CALL(c, cuMemHostUnregister, t_hostunreg)(p);
+	leave(c, &s);
+	return r;
+}
 */
 import "C"
 
@@ -390,6 +426,8 @@ var symbols = [...]struct {
 	{C.F_cuGetErrorName, []string{"cuGetErrorName"}, false},
 	{C.F_cuMemAlloc, []string{"cuMemAlloc_v2"}, false},
 	{C.F_cuMemFree, []string{"cuMemFree_v2"}, false},
+	{C.F_cuMemHostRegister, []string{"cuMemHostRegister_v2", "cuMemHostRegister"}, false},
+	{C.F_cuMemHostUnregister, []string{"cuMemHostUnregister"}, false},
 }
 
 // The table has exactly one entry per slot (compile-time check).
@@ -541,4 +579,16 @@ func (r *Runtime) alloc(device, n int) (uintptr, error) {
 func (r *Runtime) free(p uintptr) error {
 	var where C.int
 	return r.fail(C.lnx_cu_free_mem(r.c(), C.CUdeviceptr(p), &where), where)
+}
+
+func (r *Runtime) pin(b []byte) error {
+	var where C.int
+	// The driver keeps only the address of memory outside the Go heap
+	// (lnx's staging buffers are mmap'd).
+	return r.fail(C.lnx_cu_pin(r.c(), unsafe.Pointer(&b[0]), C.size_t(len(b)), &where), where)
+}
+
+func (r *Runtime) unpin(b []byte) error {
+	var where C.int
+	return r.fail(C.lnx_cu_unpin(r.c(), unsafe.Pointer(&b[0]), &where), where)
 }

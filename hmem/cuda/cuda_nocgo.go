@@ -19,3 +19,5 @@ func (r *Runtime) ipcOpen([]byte, int) (uintptr, int, error)  { return 0, 0, r.U
 func (r *Runtime) ipcClose(uintptr, int) error                { return r.Unavailable() }
 func (r *Runtime) alloc(int, int) (uintptr, error)            { return 0, r.Unavailable() }
 func (r *Runtime) free(uintptr) error                         { return r.Unavailable() }
+func (r *Runtime) pin([]byte) error                           { return r.Unavailable() }
+func (r *Runtime) unpin([]byte) error                         { return r.Unavailable() }

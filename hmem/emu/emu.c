@@ -41,7 +41,9 @@
  *
  * Not a real API: emu_counter(name) returns a call counter or a live
  * count ("cuPointerGetAttribute", "hipPointerGetAttributes", "copies",
- * "allocs", "ipc_maps"), so tests can see what the loaders did.
+ * "allocs", "ipc_maps", "pinned": host ranges registered now,
+ * "pinned_copies": copies whose host side lay in one), so tests can see
+ * what the loaders did.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -79,7 +81,16 @@ typedef struct buf {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static buf *bufs;
-static long n_cu_attr, n_hip_attr, n_copies, n_allocs, n_ipc_maps;
+static long n_cu_attr, n_hip_attr, n_copies, n_allocs, n_ipc_maps, n_pinned_copies;
+
+/* Host ranges registered with cuMemHostRegister / hipHostRegister. */
+typedef struct pin {
+	uintptr_t p;
+	size_t n;
+	struct pin *next;
+} pin;
+static pin *pins;
+static long n_pinned;
 
 #define IPC_MAGIC "EMUIPC1"
 typedef struct {
@@ -316,6 +327,16 @@ static int emu_copy(uintptr_t dst, int dstdev, uintptr_t src, int srcdev,
 	const char *s = srcdev ? alias(src, n, api) : (const char *)src;
 	if (!d || !s)
 		return -1;
+	if (dstdev != srcdev) {
+		uintptr_t h = dstdev ? src : dst;
+		pthread_mutex_lock(&mu);
+		for (pin *q = pins; q; q = q->next)
+			if (h >= q->p && h + n <= q->p + q->n) {
+				n_pinned_copies++;
+				break;
+			}
+		pthread_mutex_unlock(&mu);
+	}
 	memmove(d, s, n);
 	__atomic_add_fetch(&n_copies, 1, __ATOMIC_RELAXED);
 	return 0;
@@ -352,8 +373,53 @@ EXPORT long emu_counter(const char *name)
 		v = n_allocs;
 	else if (!strcmp(name, "ipc_maps"))
 		v = n_ipc_maps;
+	else if (!strcmp(name, "pinned"))
+		v = n_pinned;
+	else if (!strcmp(name, "pinned_copies"))
+		v = n_pinned_copies;
 	pthread_mutex_unlock(&mu);
 	return v;
+}
+
+/* Registers [p, p+n): 0, 1 when it overlaps a registered range (the
+ * drivers' "already registered"), -1 for bad arguments or device memory. */
+static int emu_pin(uintptr_t p, size_t n, int api)
+{
+	if (!p || !n || is_dev(p, api))
+		return -1;
+	pthread_mutex_lock(&mu);
+	for (pin *q = pins; q; q = q->next)
+		if (p < q->p + q->n && q->p < p + n) {
+			pthread_mutex_unlock(&mu);
+			return 1;
+		}
+	pin *q = malloc(sizeof *q);
+	if (!q) {
+		pthread_mutex_unlock(&mu);
+		return -1;
+	}
+	*q = (pin){ p, n, pins };
+	pins = q;
+	n_pinned++;
+	pthread_mutex_unlock(&mu);
+	return 0;
+}
+
+/* Unregisters the range starting at p: 0, or 1 when none does. */
+static int emu_unpin(uintptr_t p)
+{
+	pthread_mutex_lock(&mu);
+	for (pin **q = &pins; *q; q = &(*q)->next)
+		if ((*q)->p == p) {
+			pin *d = *q;
+			*q = d->next;
+			free(d);
+			n_pinned--;
+			pthread_mutex_unlock(&mu);
+			return 0;
+		}
+	pthread_mutex_unlock(&mu);
+	return 1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -376,6 +442,8 @@ enum {
 	CUDA_ERROR_INVALID_CONTEXT = 201,
 	CUDA_ERROR_INVALID_HANDLE = 400,
 	CUDA_ERROR_NOT_FOUND = 500,
+	CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
+	CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
 };
 enum {
 	CU_POINTER_ATTRIBUTE_CONTEXT = 1,
@@ -450,6 +518,12 @@ EXPORT CUresult cuGetErrorName(CUresult r, const char **name)
 	case CUDA_ERROR_INVALID_CONTEXT: *name = "CUDA_ERROR_INVALID_CONTEXT"; break;
 	case CUDA_ERROR_INVALID_HANDLE: *name = "CUDA_ERROR_INVALID_HANDLE"; break;
 	case CUDA_ERROR_NOT_FOUND: *name = "CUDA_ERROR_NOT_FOUND"; break;
+	case CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
+		*name = "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED";
+		break;
+	case CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED:
+		*name = "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED";
+		break;
 	default: *name = NULL; return CUDA_ERROR_INVALID_VALUE;
 	}
 	return CUDA_SUCCESS;
@@ -630,6 +704,29 @@ EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
 		       : CUDA_SUCCESS;
 }
 
+/* Like the driver, registration needs a current context. */
+EXPORT CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags)
+{
+	CUresult r = cu_ready();
+	if (r)
+		return r;
+	if (flags & ~0x0fu)
+		return CUDA_ERROR_INVALID_VALUE;
+	switch (emu_pin((uintptr_t)p, n, API_CUDA)) {
+	case 0: return CUDA_SUCCESS;
+	case 1: return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+	default: return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+EXPORT CUresult cuMemHostUnregister(void *p)
+{
+	CUresult r = cu_ready();
+	if (r)
+		return r;
+	return emu_unpin((uintptr_t)p) ? CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED : CUDA_SUCCESS;
+}
+
 #ifndef EMU_NO_CU_IPC
 EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p)
 {
@@ -687,6 +784,8 @@ enum {
 	hipErrorInvalidDevice = 101,
 	hipErrorInvalidContext = 201,
 	hipErrorInvalidHandle = 400,
+	hipErrorHostMemoryAlreadyRegistered = 712,
+	hipErrorHostMemoryNotRegistered = 713,
 };
 enum {
 	hipMemcpyHostToHost = 0,
@@ -760,6 +859,8 @@ EXPORT const char *hipGetErrorName(hipError_t e)
 	case hipErrorInvalidDevice: return "hipErrorInvalidDevice";
 	case hipErrorInvalidContext: return "hipErrorInvalidContext";
 	case hipErrorInvalidHandle: return "hipErrorInvalidHandle";
+	case hipErrorHostMemoryAlreadyRegistered: return "hipErrorHostMemoryAlreadyRegistered";
+	case hipErrorHostMemoryNotRegistered: return "hipErrorHostMemoryNotRegistered";
 	}
 	return "hipErrorUnknown";
 }
@@ -867,6 +968,26 @@ EXPORT hipError_t hipMemcpy(void *dst, const void *src, size_t n, int kind)
 	return emu_copy((uintptr_t)dst, dd, (uintptr_t)src, sd, n, API_HIP)
 		       ? hipErrorInvalidValue
 		       : hipSuccess;
+}
+
+EXPORT hipError_t hipHostRegister(void *p, size_t n, unsigned int flags)
+{
+	if (ndev() == 0)
+		return hipErrorNoDevice;
+	if (flags & ~0x0fu)
+		return hipErrorInvalidValue;
+	switch (emu_pin((uintptr_t)p, n, API_HIP)) {
+	case 0: return hipSuccess;
+	case 1: return hipErrorHostMemoryAlreadyRegistered;
+	default: return hipErrorInvalidValue;
+	}
+}
+
+EXPORT hipError_t hipHostUnregister(void *p)
+{
+	if (ndev() == 0)
+		return hipErrorNoDevice;
+	return emu_unpin((uintptr_t)p) ? hipErrorHostMemoryNotRegistered : hipSuccess;
 }
 
 #ifndef EMU_NO_HIP_IPC

@@ -222,3 +222,22 @@ func (r *Runtime) Free(p uintptr) error {
 	}
 	return r.free(p)
 }
+
+// PinHost page-locks host memory b (hipHostRegister, portable), so that
+// copies between it and device memory run at full speed. b must stay
+// mapped until UnpinHost. A runtime without the entry points gives an
+// error, and b stays usable unpinned.
+func (r *Runtime) PinHost(b []byte) error {
+	if err := r.Check(); err != nil || len(b) == 0 {
+		return err
+	}
+	return r.pin(b)
+}
+
+// UnpinHost undoes PinHost (hipHostUnregister).
+func (r *Runtime) UnpinHost(b []byte) error {
+	if err := r.Check(); err != nil || len(b) == 0 {
+		return err
+	}
+	return r.unpin(b)
+}

@@ -39,6 +39,8 @@ enum {
 	F_hipStreamSynchronize,
 	F_hipMalloc,
 	F_hipFree,
+	F_hipHostRegister,
+	F_hipHostUnregister,
 	F_N
 };
 
@@ -55,6 +57,8 @@ typedef hipError_t (*t_lasterr)(void);
 typedef hipError_t (*t_sync)(hipStream_t);
 typedef hipError_t (*t_malloc)(void **, size_t);
 typedef hipError_t (*t_free)(void *);
+typedef hipError_t (*t_hostreg)(void *, size_t, unsigned int);
+typedef hipError_t (*t_hostunreg)(void *);
 
 #define CALL(c, name, type) ((type)(c)->fn[F_##name])
 
@@ -207,6 +211,28 @@ static hipError_t lnx_hip_free_mem(lnx_hip *c, uintptr_t p, int *where) {
 		clear(c);
 	return r;
 }
+
+// lnx_hip_pin page-locks host memory (hipHostRegister, portable: flag 1,
+// hipHostRegisterPortable); lnx_hip_unpin undoes it.
+static hipError_t lnx_hip_pin(lnx_hip *c, void *p, size_t n, int *where) {
+	*where = F_hipHostRegister;
+	if (!c->fn[F_hipHostRegister] || !c->fn[F_hipHostUnregister])
+		return -1;
+	hipError_t r = CALL(c, hipHostRegister, t_hostreg)(p, n, 1);
+	if (r)
+		clear(c);
+	return r;
+}
+
+static hipError_t lnx_hip_unpin(lnx_hip *c, void *p, int *where) {
+	*where = F_hipHostUnregister;
+	if (!c->fn[F_hipHostUnregister])
+		return -1;
+	hipError_t r = CALL(c, hipHostUnregister, t_hostunreg)(p);
+	if (r)
+		clear(c);
+	return r;
+}
 */
 import "C"
 
@@ -237,6 +263,8 @@ var symbols = [...]struct {
 	{C.F_hipStreamSynchronize, []string{"hipStreamSynchronize"}, false},
 	{C.F_hipMalloc, []string{"hipMalloc"}, false},
 	{C.F_hipFree, []string{"hipFree"}, false},
+	{C.F_hipHostRegister, []string{"hipHostRegister"}, false},
+	{C.F_hipHostUnregister, []string{"hipHostUnregister"}, false},
 }
 
 // The table has exactly one entry per slot (compile-time check).
@@ -384,4 +412,14 @@ func (r *Runtime) alloc(n uint64) (uintptr, error) {
 func (r *Runtime) free(p uintptr) error {
 	var where C.int
 	return r.fail(C.lnx_hip_free_mem(r.c(), C.uintptr_t(p), &where), where)
+}
+
+func (r *Runtime) pin(b []byte) error {
+	var where C.int
+	return r.fail(C.lnx_hip_pin(r.c(), unsafe.Pointer(&b[0]), C.size_t(len(b)), &where), where)
+}
+
+func (r *Runtime) unpin(b []byte) error {
+	var where C.int
+	return r.fail(C.lnx_hip_unpin(r.c(), unsafe.Pointer(&b[0]), &where), where)
 }

@@ -19,3 +19,5 @@ func (r *Runtime) ipcOpen([]byte) (uintptr, error)               { return 0, r.U
 func (r *Runtime) ipcClose(uintptr) error                        { return r.Unavailable() }
 func (r *Runtime) alloc(uint64) (uintptr, error)                 { return 0, r.Unavailable() }
 func (r *Runtime) free(uintptr) error                            { return r.Unavailable() }
+func (r *Runtime) pin([]byte) error                              { return r.Unavailable() }
+func (r *Runtime) unpin([]byte) error                            { return r.Unavailable() }

@@ -767,8 +767,14 @@ child_main(const char *name, int rank, int n, int socks[MAX_RANKS][MAX_RANKS][2]
 	role(&p, arg);
 	barrier(&p);
 	lnx_close(&p.l);
+	test_after_close();
 	fflush(stdout);
 	_exit(0);
+}
+
+/* A test program may define it to check what closing left behind. */
+__attribute__((weak)) void test_after_close(void)
+{
 }
 
 int run_group(const char *name, const struct lnx_opts *opts, int n, const role_fn *roles, void *arg,

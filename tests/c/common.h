@@ -168,6 +168,9 @@ struct lnx {
 void lnx_open(struct lnx *l, const struct lnx_opts *o);
 /* Closes everything in the right order; dies if a close fails. */
 void lnx_close(struct lnx *l);
+/* Runs in each rank after its endpoint, domain and fabric are closed;
+ * weak and empty unless the test program defines it. */
+void test_after_close(void);
 
 /* ---- completion queues ---------------------------------------------------- */
 

@@ -133,10 +133,21 @@ void dev_expect(const void *dev, size_t n, uint64_t seed, const char *what)
 	free(h);
 }
 
+long dev_counter(const char *name)
+{
+	long (*counter)(const char *) = lib ? dlsym(lib, "emu_counter") : NULL;
+	return counter ? counter(name) : -1;
+}
+
 long dev_ipc_maps(void)
 {
 	long (*counter)(const char *) = sym("emu_counter");
 	return counter("ipc_maps");
+}
+
+int dev_loaded(void)
+{
+	return lib != NULL;
 }
 
 int dev_reg(struct fid_domain *dom, void *buf, size_t n, struct fid_mr **mr)

@@ -29,5 +29,10 @@ void dev_expect(const void *dev, size_t n, uint64_t seed, const char *what);
 int dev_reg(struct fid_domain *dom, void *buf, size_t n, struct fid_mr **mr);
 /* The emulated device's count of IPC mappings open in this process. */
 long dev_ipc_maps(void);
+/* One of the emulated device's counters (hmem/emu/emu.c, emu_counter);
+ * -1 on a real runtime. */
+long dev_counter(const char *name);
+/* Whether dev_init has loaded the runtime in this process. */
+int dev_loaded(void);
 
 #endif

@@ -163,7 +163,24 @@ static void receiver(struct peer *p, const struct xfer *x)
 		EXPECT(atoi(ipc) ? maps > 0 : maps == 0,
 		       "%ld IPC mappings open, LNX_TEST_EXPECT_IPC=%s", maps, ipc);
 	}
+	/* $LNX_TEST_EXPECT_PINNED: where large device receives are staged
+	 * (tcp, shm without IPC), the runtime copied them out of host memory
+	 * that lnx had pinned. */
+	if (getenv("LNX_TEST_EXPECT_PINNED") && x->recv.kind == DEV) {
+		long c = dev_counter("pinned_copies");
+		EXPECT(c > 0, "%ld copies from pinned staging buffers", c);
+	}
 	release(x->recv.kind, buf, mr);
+}
+
+/* Whatever lnx pinned, closing the endpoint unpinned (on the emulated
+ * device, which counts; a real driver gives -1). */
+void test_after_close(void)
+{
+	if (dev_loaded()) {
+		long n = dev_counter("pinned");
+		EXPECT(n <= 0, "%ld host ranges still pinned after close", n);
+	}
 }
 
 #define XFER(name, sk, sd, rk, rd, unexp)                                      \
