@@ -61,7 +61,7 @@ generate:
 # any line over 100 columns.
 CLANG_FORMAT ?= clang-format
 C_SOURCES = $(sort $(wildcard capi/*.c capi/include/*.h peers/ofi/*.c tests/c/*.c tests/c/*.h \
-	tests/bench/*.c tests/mpi/*.c tests/mpi/*.h))
+	tests/bench/*.c tests/mpi/*.c tests/mpi/*.h tests/device/*.c))
 format:
 	$(CLANG_FORMAT) -i --style=file $(C_SOURCES)
 format-check:
