@@ -43,7 +43,8 @@ type Endpoint struct {
 	txFlags uint64
 	rxFlags uint64
 
-	nets []*ofi.Transport // one per network core domain of the link
+	cores []core           // shm first, then the network cores in link order: poll order (core.go)
+	nets  []*ofi.Transport // one per network core domain of the link
 
 	// Data path state, guarded by mu.
 	node        uint64
@@ -75,7 +76,6 @@ type Endpoint struct {
 
 	// Hot-path scratch, to keep small messages allocation-free.
 	arriveFn  func(*shm.Arrival) bool
-	netArrive []func(*ofi.Arrival) bool // per network core
 	sendDone  func(uint64, error)
 	pullDone  func(*ofi.Rendezvous, uint64, error)
 	freeRecvs []*recvCtx
@@ -101,7 +101,7 @@ type Endpoint struct {
 	armAfterRead bool
 	armed        *recvCtx
 	lastPost     *recvCtx
-	lastNet      *ofi.Peer // the last network sender (nil: unknown), for lendNet
+	lastNet      *ofi.Peer // the last network sender (nil: unknown), for netCore.lend
 	// collecting is the CQ whose read is driving progressWatch (e locked).
 	collecting *CQ
 
@@ -137,6 +137,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 			return nil, fi.Wrap(code, "shm core: %v", err)
 		}
 		e.shm = se
+		e.cores = append(e.cores, &shmCore{e: e, ep: se})
 	}
 	e.rails, e.seqs = d.cfg.Rails, map[uint64]*seqState{}
 	src, err := d.srcNames(info)
@@ -157,8 +158,9 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 			e.closeCores()
 			return nil, err
 		}
+		ti := len(e.nets)
 		e.nets = append(e.nets, t)
-		e.netArrive = append(e.netArrive, e.netArrival(t, len(e.nets)-1))
+		e.cores = append(e.cores, &netCore{e: e, t: t, ti: ti, arrive: e.netArrival(t, ti), sole: len(d.cores) == 1})
 	}
 	d.get()
 	return e, nil
@@ -166,14 +168,10 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 
 func (e *Endpoint) closeCores() error {
 	var errs []error
-	if e.shm != nil {
-		errs = append(errs, e.shm.Close())
-		e.shm = nil
+	for _, c := range e.cores {
+		errs = append(errs, c.close())
 	}
-	for _, t := range e.nets {
-		errs = append(errs, t.Close())
-	}
-	e.nets = nil
+	e.cores, e.shm, e.nets = nil, nil, nil
 	return errors.Join(errs...)
 }
 
@@ -302,11 +300,8 @@ func (e *Endpoint) MinMultiRecv(v *uint64, set bool) {
 // Name returns the endpoint's lnx address.
 func (e *Endpoint) Name() ([]byte, error) {
 	a := Addr{Node: e.node, Link: linkHash(e.Domain.Link.Name())}
-	if e.shm != nil {
-		a.Cores = append(a.Cores, CoreAddr{Kind: coreShm, Raw: e.shm.Addr()})
-	}
-	for _, t := range e.nets {
-		a.Cores = append(a.Cores, CoreAddr{Kind: coreOFI, Raw: t.Addr()})
+	for _, c := range e.cores {
+		a.Cores = append(a.Cores, c.addr())
 	}
 	return a.Encode()
 }
