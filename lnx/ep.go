@@ -26,7 +26,9 @@ const (
 )
 
 // Endpoint is an lnx RDM endpoint: one core endpoint per linked core,
-// behind one matching engine.
+// behind one matching engine. Its state is grouped by concern in the
+// embedded structs below (their fields are used as e.field); all of it
+// is guarded by e.guard (eplock.go) unless a comment says otherwise.
 type Endpoint struct {
 	Domain *Domain
 	Info   fi.Info
@@ -34,6 +36,22 @@ type Endpoint struct {
 	guard   epGuard // taken only through lock, lockCollecting, lockToArm (eplock.go)
 	enabled bool
 	closed  bool // Close ran: late progress calls find nothing to do
+
+	epBinding  // AV, CQs, counters, op flags
+	epCores    // the core endpoints
+	epRouting  // fi_addr -> core and peer, message order
+	epMatching // posted and unexpected queues
+	epInFlight // sends and pulls awaiting their core
+	epPolling  // when progress polls which core, and what it hands them
+	epDevMem   // device memory: staging and IPC
+	epFast     // C's fast paths and the armed receive
+
+	stats [numCoreKinds]coreStats
+}
+
+// epBinding is what fi_ep_bind and the op-flag options set: where
+// completions and counts go, and the default flags.
+type epBinding struct {
 	av      *AV
 	txCQ    *CQ
 	rxCQ    *CQ
@@ -42,45 +60,71 @@ type Endpoint struct {
 	cntrs   map[uint64]*Cntr // keyed by bind flag (FI_SEND, FI_RECV, ...)
 	txFlags uint64
 	rxFlags uint64
-
-	cores []core           // shm first, then the network cores in link order: poll order (core.go)
-	nets  []*ofi.Transport // one per network core domain of the link
-
-	// Data path state, guarded by mu.
-	node        uint64
-	shm         *shm.Endpoint
-	routes      map[uint64]*route // fi_addr -> how to reach it
-	rails       config.RailSelection
-	seqs        map[uint64]*seqState // PER_MSG senders' order, by fi_addr
-	railSeqs    map[*ofi.Peer]uint16 // PER_MSG: our next sequence to peers whose fi_addr was removed
-	retire      []*shm.Peer          // shm peers of removed fi_addrs, released once unused (releasePeers)
-	forceArrive bool                 // arrive ignores the unexpected budget
-	tagged      *peers.Queue
-	untagged    *peers.Queue
-	sends       map[uint64]*sendCtx // rendezvous sends awaiting their ack
-	nextSend    uint64
-	unexpBytes  uint64
-	unexpMax    uint64
 	// FI_OPT_MIN_MULTI_RECV: a multi-receive buffer with less room left
 	// is released.
 	minMultiRecv uint64
+}
 
-	stats [numCoreKinds]coreStats
+// epCores holds the endpoint's core endpoints twice: as cores, for the
+// lifecycle, progress, watch and lending loops (core.go), and typed, for
+// routing and the data path, where a route or rendezvous already knows
+// its core and calls it directly.
+type epCores struct {
+	cores []core           // shm first, then the network cores in link order: poll order
+	shm   *shm.Endpoint    // the same-node core, or nil
+	nets  []*ofi.Transport // one per network core domain of the link
+}
 
-	// Network polling cadence (see progressLocked).
-	netHot  int
-	netLast time.Duration // since t0, when a quiet network core was last polled
-	t0      time.Time
-	pulls   map[*pendingPull]struct{} // network pulls in flight
-	rma     *rmaState                 // one-sided operations (rma.go), nil until used
+// epRouting is how the endpoint reaches each fi_addr (msg.go's route)
+// and keeps PER_MSG order, and maps senders back to fi_addrs.
+type epRouting struct {
+	node     uint64
+	routes   map[uint64]*route // fi_addr -> how to reach it
+	rails    config.RailSelection
+	seqs     map[uint64]*seqState           // PER_MSG senders' order, by fi_addr
+	railSeqs map[*ofi.Peer]uint16           // PER_MSG: our next sequence to peers whose fi_addr was removed
+	retire   []*shm.Peer                    // shm peers of removed fi_addrs, released once unused (releasePeers)
+	srcCache struct{ id, gen, addr uint64 } // shmSource's last answer
+}
 
-	// Hot-path scratch, to keep small messages allocation-free.
-	arriveFn  func(*shm.Arrival) bool
-	sendDone  func(uint64, error)
-	pullDone  func(*ofi.Rendezvous, uint64, error)
-	freeRecvs []*recvCtx
-	probe     peers.Msg
+// epMatching is the matching engine's state: one queue each for tagged
+// and untagged messages, the unexpected budget, and scratch that keeps
+// small messages allocation-free.
+type epMatching struct {
+	tagged      *peers.Queue
+	untagged    *peers.Queue
+	unexpBytes  uint64
+	unexpMax    uint64
+	forceArrive bool // arrive ignores the unexpected budget
+	freeRecvs   []*recvCtx
+	probe       peers.Msg
+}
 
+// epInFlight is work handed to a core that progress must finish.
+type epInFlight struct {
+	sends    map[uint64]*sendCtx // rendezvous sends awaiting their ack
+	nextSend uint64
+	pulls    map[*pendingPull]struct{} // network pulls in flight
+	rma      *rmaState                 // one-sided operations (rma.go), nil until used
+}
+
+// epPolling is the progress side: the network cadence (netDue), the
+// callbacks the cores' polls report to (made once: no allocation per
+// poll), and the CQ read driving progress.
+type epPolling struct {
+	netHot   int
+	netLast  time.Duration // since t0, when a quiet network core was last polled
+	t0       time.Time
+	arriveFn func(*shm.Arrival) bool
+	sendDone func(uint64, error)
+	pullDone func(*ofi.Rendezvous, uint64, error)
+	// collecting is the CQ whose read is driving progressWatch (e locked).
+	collecting *CQ
+}
+
+// epDevMem is device memory's state (devmem.go, ipc.go): staging
+// through host buffers, and IPC over shm.
+type epDevMem struct {
 	hmemOn   bool        // a device runtime is loaded: classify undescribed buffers
 	stage    stagingPool // host buffers for device-memory transfers
 	ipcOn    bool        // device sends over shm may go by IPC handle
@@ -88,13 +132,17 @@ type Endpoint struct {
 	ipcSends int // IPC sends awaiting their ack
 	ipcTick  int
 	ipcMaps  ipcCache // peers' allocations mapped here
+}
 
-	fast *fastMem // C's fast send and receive paths (fast.go); nil in Go tests
+// epFast is the C fast paths' state (fast.go) and the armed receive
+// (arm.go).
+type epFast struct {
+	fast *fastMem // C's fast send and receive paths; nil in Go tests
 	mrOf func(uintptr) *MR
 	// queuedOp carries each receive C queued into recvLocked (e locked).
 	queuedOp Op
-	// Armed receives (arm.go): whether the endpoint may arm, the receive
-	// lent to C (nil: the rings are Go's), the last receive posted.
+	// Armed receives: whether the endpoint may arm, the receive lent to C
+	// (nil: the cores are Go's), the last receive posted.
 	canArm   bool
 	canRearm bool // C may arm the next receive itself (FI_LNX_REARM_RECV)
 	// armAfterRead: the last arm failed only for completions in the CQ.
@@ -102,10 +150,6 @@ type Endpoint struct {
 	armed        *recvCtx
 	lastPost     *recvCtx
 	lastNet      *ofi.Peer // the last network sender (nil: unknown), for netCore.lend
-	// collecting is the CQ whose read is driving progressWatch (e locked).
-	collecting *CQ
-
-	srcCache struct{ id, gen, addr uint64 } // shmSource's last answer
 }
 
 // OpenEndpoint opens an endpoint and its core endpoints.
@@ -113,10 +157,12 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	if info.HasEP && info.EP.Type != fi.EP_RDM && info.EP.Type != fi.EP_UNSPEC {
 		return nil, fi.Wrap(fi.EOPNOTSUPP, "endpoint type %d: lnx endpoints are FI_EP_RDM", info.EP.Type)
 	}
-	e := &Endpoint{Domain: d, Info: info, cntrs: map[uint64]*Cntr{},
-		node: NodeID(d.cfg), routes: map[uint64]*route{}, sends: map[uint64]*sendCtx{},
-		t0: time.Now(), pulls: map[*pendingPull]struct{}{},
-		tagged: peers.NewSerialQueue(true), untagged: peers.NewSerialQueue(false), unexpMax: d.cfg.UnexpectedMax}
+	e := &Endpoint{Domain: d, Info: info,
+		epBinding:  epBinding{cntrs: map[uint64]*Cntr{}},
+		epRouting:  epRouting{node: NodeID(d.cfg), routes: map[uint64]*route{}},
+		epMatching: epMatching{tagged: peers.NewSerialQueue(true), untagged: peers.NewSerialQueue(false), unexpMax: d.cfg.UnexpectedMax},
+		epInFlight: epInFlight{sends: map[uint64]*sendCtx{}, pulls: map[*pendingPull]struct{}{}},
+		epPolling:  epPolling{t0: time.Now()}}
 	e.minMultiRecv = e.injectSize()
 	if info.HasTx {
 		e.txFlags = info.Tx.OpFlags
