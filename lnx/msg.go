@@ -226,6 +226,8 @@ func (e *Endpoint) Send(op *Op) error {
 	}
 	var done bool
 	var again bool
+	// The route knows its core: typed calls, no interface call per
+	// message (core.go is for lifecycle, progress and watch code).
 	if rt.shm != nil {
 		done, err = e.shm.Send(rt.shm, shm.Hdr(hdr), iovs[:niov], id)
 		again = errors.Is(err, shm.ErrAgain)
