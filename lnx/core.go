@@ -32,7 +32,8 @@ type core interface {
 	// cadence (netDue: every call right after network activity, else once
 	// per netQuietGap) instead of on every progress call. C's gate then
 	// lets a read into Go every so often even when nothing it watches
-	// changed (watchSet.net).
+	// changed (watchSet.net). Asked once, by addCore, which orders
+	// e.cores so that the paced cores come last (e.local).
 	paced() bool
 
 	// poll runs one poll of the core: matching what arrived, reporting
@@ -43,7 +44,8 @@ type core interface {
 	// quiet reports that the core has no work of its own in flight that
 	// only a poll finishes and no watched word announces (shm: busy or
 	// failed sends). A paced core reports true: its activity is what the
-	// endpoint's cadence (netHot) tracks.
+	// endpoint's cadence (netHot) tracks, and needsLocalPoll asks only the
+	// others.
 	quiet() bool
 
 	// housekeep does what the core's poll does every so many calls

@@ -70,7 +70,10 @@ type epBinding struct {
 // routing and the data path, where a route or rendezvous already knows
 // its core and calls it directly.
 type epCores struct {
-	cores []core           // shm first, then the network cores in link order: poll order
+	cores []core // shm first, then the network cores in link order: poll order
+	// cores[:local] are polled on every progress call, cores[local:] (the
+	// paced ones) on the network cadence (netDue); set by addCore.
+	local int
 	shm   *shm.Endpoint    // the same-node core, or nil
 	nets  []*ofi.Transport // one per network core domain of the link
 }
@@ -183,7 +186,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 			return nil, fi.Wrap(code, "shm core: %v", err)
 		}
 		e.shm = se
-		e.cores = append(e.cores, &shmCore{e: e, ep: se})
+		e.addCore(&shmCore{e: e, ep: se})
 	}
 	e.rails, e.seqs = d.cfg.Rails, map[uint64]*seqState{}
 	src, err := d.srcNames(info)
@@ -206,10 +209,22 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 		}
 		ti := len(e.nets)
 		e.nets = append(e.nets, t)
-		e.cores = append(e.cores, &netCore{e: e, t: t, ti: ti, arrive: e.netArrival(t, ti), sole: len(d.cores) == 1})
+		e.addCore(&netCore{e: e, t: t, ti: ti, arrive: e.netArrival(t, ti), sole: len(d.cores) == 1})
 	}
 	d.get()
 	return e, nil
+}
+
+// addCore appends c to the endpoint's cores, keeping the cores polled on
+// every call ahead of the paced ones (progressLocked polls cores[:local],
+// then cores[local:] when netDue).
+func (e *Endpoint) addCore(c core) {
+	if c.paced() {
+		e.cores = append(e.cores, c)
+		return
+	}
+	e.cores = slices.Insert(e.cores, e.local, c)
+	e.local++
 }
 
 func (e *Endpoint) closeCores() error {
@@ -217,7 +232,7 @@ func (e *Endpoint) closeCores() error {
 	for _, c := range e.cores {
 		errs = append(errs, c.close())
 	}
-	e.cores, e.shm, e.nets = nil, nil, nil
+	e.cores, e.local, e.shm, e.nets = nil, 0, nil, nil
 	return errors.Join(errs...)
 }
 

@@ -841,7 +841,7 @@ func (e *Endpoint) needsLocalPoll() bool {
 	if len(e.acks) > 0 || e.ipcSends > 0 || len(e.sends) > 0 || len(e.pulls) > 0 || len(e.retire) > 0 {
 		return true
 	}
-	for _, c := range e.cores {
+	for _, c := range e.cores[:e.local] { // a paced core's work is netHot's
 		if !c.quiet() {
 			return true
 		}
@@ -883,19 +883,16 @@ func (e *Endpoint) progressLocked() {
 	if e.rma != nil && len(e.rma.ops) > 0 {
 		e.rmaCheckPeers()
 	}
+	for _, c := range e.cores[:e.local] {
+		c.poll()
+	}
 	// Polling a network core costs system calls (rxm/tcp progress polls
-	// its sockets), several times a whole shm round trip: paced cores are
-	// polled only when netDue says so, decided once per call.
-	due, decided := false, false
-	for _, c := range e.cores {
-		if c.paced() {
-			if !decided {
-				due, decided = e.netDue(), true
-			}
-			if !due {
-				continue
-			}
-		}
+	// its sockets), several times a whole shm round trip: the paced cores
+	// are polled only when netDue says so.
+	if e.local == len(e.cores) || !e.netDue() {
+		return
+	}
+	for _, c := range e.cores[e.local:] {
 		c.poll()
 	}
 }
