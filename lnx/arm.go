@@ -93,7 +93,7 @@ func (e *Endpoint) arm() bool {
 	// it must be read on every poll); if one cannot, those lent before it
 	// are taken back.
 	for i, c := range e.cores {
-		if !c.lend(a, r) {
+		if !coreLend(c, a, r) {
 			for _, l := range e.cores[:i] {
 				l.takeBack(nil)
 			}
@@ -165,7 +165,7 @@ func (e *Endpoint) disarm() {
 	a.net = 0
 	atomic.StoreUint32(&a.lock, 0)
 	for _, c := range e.cores {
-		c.takeBack(heads[:n])
+		coreTakeBack(c, heads[:n])
 	}
 	if taken {
 		r.rec.Queue().Unpost(&r.rec)
@@ -221,7 +221,7 @@ func (e *Endpoint) armAfterCQRead(q *CQ, kicks uint32) {
 func (e *Endpoint) watchArmed(w *watchSet) {
 	w.lent = w.lent || e.fast.arm.net != 0
 	for _, c := range e.cores {
-		c.armedWords(w)
+		coreArmedWords(c, w)
 	}
 }
 

@@ -824,7 +824,7 @@ func (e *Endpoint) progressWatch(w *watchSet, q *CQ) {
 		return
 	}
 	for _, c := range e.cores {
-		c.idleWords(w)
+		coreIdleWords(c, w)
 	}
 }
 
@@ -842,7 +842,7 @@ func (e *Endpoint) needsLocalPoll() bool {
 		return true
 	}
 	for _, c := range e.cores[:e.local] { // a paced core's work is netHot's
-		if !c.quiet() {
+		if !coreQuiet(c) {
 			return true
 		}
 	}
@@ -884,7 +884,7 @@ func (e *Endpoint) progressLocked() {
 		e.rmaCheckPeers()
 	}
 	for _, c := range e.cores[:e.local] {
-		c.poll()
+		corePoll(c)
 	}
 	// Polling a network core costs system calls (rxm/tcp progress polls
 	// its sockets), several times a whole shm round trip: the paced cores
@@ -893,7 +893,7 @@ func (e *Endpoint) progressLocked() {
 		return
 	}
 	for _, c := range e.cores[e.local:] {
-		c.poll()
+		corePoll(c)
 	}
 }
 
