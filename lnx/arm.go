@@ -157,15 +157,14 @@ func (e *Endpoint) disarm() {
 	}
 	atomic.StoreUint32(&a.on, 0)
 	a.cArmed, a.goDone = 0, 0
-	var heads [ArmRings]uint64
-	n := int(a.nrings)
-	for i := 0; i < n; i++ {
+	heads := e.armHeads[:a.nrings]
+	for i := range heads {
 		heads[i] = a.r[i].head
 	}
 	a.net = 0
 	atomic.StoreUint32(&a.lock, 0)
 	for _, c := range e.cores {
-		coreTakeBack(c, heads[:n])
+		coreTakeBack(c, heads)
 	}
 	if taken {
 		r.rec.Queue().Unpost(&r.rec)
@@ -199,19 +198,21 @@ func (e *Endpoint) netHotNow() bool { return e.netHot > 0 }
 // has returned the completions that kept it from arming (q is that CQ,
 // e's receive CQ and its only endpoint's), and republishes the gate:
 // otherwise the next receive posted would be queued for Go and the read
-// after it enter Go as well.
-func (e *Endpoint) armAfterCQRead(q *CQ, kicks uint32) {
+// after it enter Go as well. w is that read's watch set, done with and
+// refilled here (keeping its kicks): the cores' watch methods are
+// interface calls, so a watch set of armAfterCQRead's own would be
+// allocated on every call.
+func (e *Endpoint) armAfterCQRead(q *CQ, w *watchSet) {
 	e.lockToArm()
 	defer e.unlock()
 	if !e.enabled || e.rxCQ != q || e.needsLocalPoll() || !e.arm() {
 		return
 	}
-	var w watchSet
-	w.kicks = kicks
-	e.watchPaced(&w)
-	e.watchArmed(&w)
+	w.n, w.busy, w.net, w.lent, w.slow, w.armLater = 0, false, false, false, false, nil
+	e.watchPaced(w)
+	e.watchArmed(w)
 	q.mu.Lock()
-	q.gate.publish(&w)
+	q.gate.publish(w)
 	q.mu.Unlock()
 }
 

@@ -153,6 +153,10 @@ type epFast struct {
 	armed        *recvCtx
 	lastPost     *recvCtx
 	lastNet      *ofi.Peer // the last network sender (nil: unknown), for netCore.lend
+	// armHeads is disarm's copy of the ring heads C left, handed to each
+	// core's takeBack. A field, not a local: a local passed through the
+	// core interface would be allocated on every disarm.
+	armHeads [ArmRings]uint64
 }
 
 // OpenEndpoint opens an endpoint and its core endpoints.
