@@ -93,7 +93,16 @@ func (e *Endpoint) arm() bool {
 	// it must be read on every poll); if one cannot, those lent before it
 	// are taken back.
 	for i, c := range e.cores {
-		if !coreLend(c, a, r) {
+		var ok bool
+		switch c := c.(type) {
+		case *shmCore:
+			ok = c.lend(a, r)
+		case *netCore:
+			ok = c.lend(a, r)
+		default:
+			ok = c.lend(a, r)
+		}
+		if !ok {
 			for _, l := range e.cores[:i] {
 				l.takeBack(nil)
 			}
@@ -164,7 +173,14 @@ func (e *Endpoint) disarm() {
 	a.net = 0
 	atomic.StoreUint32(&a.lock, 0)
 	for _, c := range e.cores {
-		coreTakeBack(c, heads)
+		switch c := c.(type) {
+		case *shmCore:
+			c.takeBack(heads)
+		case *netCore:
+			c.takeBack(heads)
+		default:
+			c.takeBack(heads)
+		}
 	}
 	if taken {
 		r.rec.Queue().Unpost(&r.rec)
@@ -222,7 +238,14 @@ func (e *Endpoint) armAfterCQRead(q *CQ, w *watchSet) {
 func (e *Endpoint) watchArmed(w *watchSet) {
 	w.lent = w.lent || e.fast.arm.net != 0
 	for _, c := range e.cores {
-		coreArmedWords(c, w)
+		switch c := c.(type) {
+		case *shmCore:
+			c.armedWords(w)
+		case *netCore:
+			c.armedWords(w)
+		default:
+			c.armedWords(w)
+		}
 	}
 }
 

@@ -13,6 +13,18 @@ import "io"
 // (core_shm.go) and netCore (core_net.go). Every method runs with the
 // endpoint locked (eplock.go), from Go.
 //
+// The loops that run on every entry into Go (progressLocked,
+// needsLocalPoll, progressWatch, arm, disarm, watchArmed) switch on the
+// adapter's concrete type in the loop body (shmCore, netCore) and fall
+// back to the interface for any other core: the compiler then calls, and
+// where small enough inlines, the adapters' methods as the typed code
+// before the interface did. A helper per method (corePoll(c) and the
+// like) was not enough: holding both a direct and an interface call, it
+// is never inlined itself, and the extra call per method per entry cost
+// ~10% of 1-byte streaming bandwidth over shm. Anything passed to an
+// interface call escapes, so it must already live on the heap
+// (Endpoint.armHeads, the CQ's watch set), or each entry allocates.
+//
 // The data path does not go through this interface: a route, a
 // rendezvous handle or a one-sided peer already knows its core, and
 // calls its *shm.Endpoint or *ofi.Transport directly (no interface call

@@ -81,12 +81,17 @@ func (c *netCore) lend(a *armMem, r *recvCtx) bool {
 	return true
 }
 
-// takeBack reclaims a lent transport: what C took or read counts as
-// network activity, and C's reads of the core as polls.
+// takeBack reclaims a lent transport (small enough to inline into
+// disarm, which calls it on every entry into Go).
 func (c *netCore) takeBack([]uint64) {
-	if !c.lent {
-		return
+	if c.lent {
+		c.reclaim()
 	}
+}
+
+// reclaim takes the lent transport back: what C took or read counts as
+// network activity, and C's reads of the core as polls.
+func (c *netCore) reclaim() {
 	c.lent = false
 	e := c.e
 	active, reads := c.t.Reclaim()

@@ -824,7 +824,14 @@ func (e *Endpoint) progressWatch(w *watchSet, q *CQ) {
 		return
 	}
 	for _, c := range e.cores {
-		coreIdleWords(c, w)
+		switch c := c.(type) {
+		case *shmCore:
+			c.idleWords(w)
+		case *netCore:
+			c.idleWords(w)
+		default:
+			c.idleWords(w)
+		}
 	}
 }
 
@@ -842,7 +849,11 @@ func (e *Endpoint) needsLocalPoll() bool {
 		return true
 	}
 	for _, c := range e.cores[:e.local] { // a paced core's work is netHot's
-		if !coreQuiet(c) {
+		if s, ok := c.(*shmCore); ok {
+			if !s.quiet() {
+				return true
+			}
+		} else if !c.quiet() {
 			return true
 		}
 	}
@@ -884,7 +895,11 @@ func (e *Endpoint) progressLocked() {
 		e.rmaCheckPeers()
 	}
 	for _, c := range e.cores[:e.local] {
-		corePoll(c)
+		if s, ok := c.(*shmCore); ok {
+			s.poll()
+		} else {
+			c.poll()
+		}
 	}
 	// Polling a network core costs system calls (rxm/tcp progress polls
 	// its sockets), several times a whole shm round trip: the paced cores
@@ -893,7 +908,11 @@ func (e *Endpoint) progressLocked() {
 		return
 	}
 	for _, c := range e.cores[e.local:] {
-		corePoll(c)
+		if n, ok := c.(*netCore); ok {
+			n.poll()
+		} else {
+			c.poll()
+		}
 	}
 }
 
