@@ -7,9 +7,6 @@ import (
 	"unsafe"
 
 	"github.com/lnx-go/lnx-go/internal/fi"
-	"github.com/lnx-go/lnx-go/peers"
-	"github.com/lnx-go/lnx-go/peers/ofi"
-	"github.com/lnx-go/lnx-go/shm"
 )
 
 // An armed receive lets C complete a message without entering Go. The
@@ -27,7 +24,7 @@ import (
 //
 // A quiet network core is still polled on Go's clock (C lets a read into
 // Go every gateSkipNet idle answers). A busy one, which progress would
-// poll on every call, is lent too (lendNet, ofi.Transport.Lend): C reads
+// poll on every call, is lent too (netCore.lend, ofi.Transport.Lend): C reads
 // its CQ after the rings (the order Go polls them in), completes the
 // receive with the next eager message of one peer, and sends that peer
 // its smallest messages (fast send); what C read and did not take waits
@@ -42,8 +39,19 @@ import (
 // in C may also arm one: what C's completion leaves out (a receive
 // counter, default receive flags, statistics) must not be needed.
 func (e *Endpoint) armable() bool {
-	return (e.shm != nil || len(e.nets) == 1) && e.cntrs[fi.RECV] == nil && e.rxFlags == 0 && !e.cfg().DumpStats &&
+	return e.someCoreLends() && e.cntrs[fi.RECV] == nil && e.rxFlags == 0 && !e.cfg().DumpStats &&
 		e.cfg().ArmRecv
+}
+
+// someCoreLends reports whether a core can be lent with an armed receive
+// (shm, or a link's only network core).
+func (e *Endpoint) someCoreLends() bool {
+	for _, c := range e.cores {
+		if c.canLend() {
+			return true
+		}
+	}
+	return false
 }
 
 // arm lends the rings and the endpoint's one posted receive to C when the
@@ -79,31 +87,24 @@ func (e *Endpoint) arm() bool {
 		return false
 	}
 	a := &e.fast.arm
-	n := 0
-	if e.shm != nil {
-		var views [ArmRings]shm.RingView
-		var ok bool
-		if n, ok = e.shm.Lend(views[:]); !ok {
-			return false
-		}
-		for i, v := range views[:n] {
-			src := e.shmSource(v.Src)
-			if src == fi.ADDR_NOTAVAIL {
-				// A sender not in the AV: Go reports it as such; keep it there.
-				e.shm.Resync(nil)
-				return false
-			}
-			a.r[i] = armRing{ring: uintptr(v.Ring), mask: v.Mask, size: v.Size, salt: v.Salt, eagerMax: v.EagerMax,
-				head: v.Head, fwdHead: uintptr(unsafe.Pointer(v.FwdHead)), src: src}
-		}
-	}
-	a.nrings = uint32(n)
+	a.nrings = 0
 	a.net, a.netSrc = 0, fi.ADDR_NOTAVAIL
-	if e.netHotNow() {
-		// The network core must be read on every poll: C reads it.
-		if !e.lendNet(a, r.rec.Src) {
-			if e.shm != nil {
-				e.shm.Resync(nil)
+	// Each core fills its part of a (the shm rings; the network core when
+	// it must be read on every poll); if one cannot, those lent before it
+	// are taken back.
+	for i, c := range e.cores {
+		var ok bool
+		switch c := c.(type) {
+		case *shmCore:
+			ok = c.lend(a, r)
+		case *netCore:
+			ok = c.lend(a, r)
+		default:
+			ok = c.lend(a, r)
+		}
+		if !ok {
+			for _, l := range e.cores[:i] {
+				l.takeBack(nil)
 			}
 			return false
 		}
@@ -165,19 +166,21 @@ func (e *Endpoint) disarm() {
 	}
 	atomic.StoreUint32(&a.on, 0)
 	a.cArmed, a.goDone = 0, 0
-	var heads [ArmRings]uint64
-	n := int(a.nrings)
-	for i := 0; i < n; i++ {
+	heads := e.armHeads[:a.nrings]
+	for i := range heads {
 		heads[i] = a.r[i].head
 	}
-	net := a.net
 	a.net = 0
 	atomic.StoreUint32(&a.lock, 0)
-	if e.shm != nil {
-		e.shm.Resync(heads[:n])
-	}
-	if net != 0 {
-		e.reclaimNet()
+	for _, c := range e.cores {
+		switch c := c.(type) {
+		case *shmCore:
+			c.takeBack(heads)
+		case *netCore:
+			c.takeBack(heads)
+		default:
+			c.takeBack(heads)
+		}
 	}
 	if taken {
 		r.rec.Queue().Unpost(&r.rec)
@@ -203,64 +206,29 @@ func (e *Endpoint) unhookArm() {
 }
 
 // netHotNow reports whether progress polls the network cores on every
-// call (recent network activity; see progressLocked).
-func (e *Endpoint) netHotNow() bool { return len(e.nets) > 0 && e.netHot > 0 }
-
-// lendNet lends the endpoint's network transport to C with the arm a
-// (e locked): C reads its core CQ, and may complete the armed receive
-// with the next eager message of the one network peer it can come from:
-// the posted source, or for any source the last network sender. With
-// several network cores (multi-rail), Go keeps polling them itself.
-func (e *Endpoint) lendNet(a *armMem, src uint64) bool {
-	if len(e.nets) != 1 {
-		return false
-	}
-	var p *ofi.Peer
-	if src == peers.AddrUnspec && e.lastNet != nil {
-		src = e.av.byNetID(e.lastNet.ID())
-	}
-	if rt := e.routes[src]; rt != nil && rt.kind == kindNet && len(rt.rails) < 2 && rt.ti == 0 {
-		p = rt.net
-	}
-	ptr, ok := e.nets[0].Lend(p)
-	if !ok {
-		return false
-	}
-	a.net = uintptr(ptr)
-	if p != nil {
-		a.netSrc = src
-	}
-	return true
-}
-
-// reclaimNet takes the network transport back from C (e locked): what C
-// took or read counts as network activity, and C's reads of the core as
-// polls.
-func (e *Endpoint) reclaimNet() {
-	active, reads := e.nets[0].Reclaim()
-	e.netHot -= int(min(reads, uint64(e.netHot)))
-	if active {
-		e.netBusy()
-	}
-}
+// call (recent network activity; see progressLocked). Only network paths
+// make netHot non-zero (netBusy).
+func (e *Endpoint) netHotNow() bool { return e.netHot > 0 }
 
 // armAfterCQRead arms the endpoint once the CQ read that drove its progress
 // has returned the completions that kept it from arming (q is that CQ,
 // e's receive CQ and its only endpoint's), and republishes the gate:
 // otherwise the next receive posted would be queued for Go and the read
-// after it enter Go as well.
-func (e *Endpoint) armAfterCQRead(q *CQ, kicks uint32) {
+// after it enter Go as well. w is that read's watch set, done with and
+// refilled here (keeping its kicks): the cores' watch methods are
+// interface calls, so a watch set of armAfterCQRead's own would be
+// allocated on every call.
+func (e *Endpoint) armAfterCQRead(q *CQ, w *watchSet) {
 	e.lockToArm()
 	defer e.unlock()
 	if !e.enabled || e.rxCQ != q || e.needsLocalPoll() || !e.arm() {
 		return
 	}
-	var w watchSet
-	w.kicks = kicks
-	w.net = len(e.nets) > 0
-	e.watchArmed(&w)
+	w.n, w.busy, w.net, w.lent, w.slow, w.armLater = 0, false, false, false, false, nil
+	e.watchPaced(w)
+	e.watchArmed(w)
 	q.mu.Lock()
-	q.gate.publish(&w)
+	q.gate.publish(w)
 	q.mu.Unlock()
 }
 
@@ -269,13 +237,22 @@ func (e *Endpoint) armAfterCQRead(q *CQ, kicks uint32) {
 // ring still shows in the claim word.
 func (e *Endpoint) watchArmed(w *watchSet) {
 	w.lent = w.lent || e.fast.arm.net != 0
-	if e.shm == nil {
-		return
+	for _, c := range e.cores {
+		switch c := c.(type) {
+		case *shmCore:
+			c.armedWords(w)
+		case *netCore:
+			c.armedWords(w)
+		default:
+			c.armedWords(w)
+		}
 	}
-	if w.n == len(w.words) {
-		w.busy = true
-		return
+}
+
+// watchPaced tells the gate that the endpoint has a core polled on Go's
+// cadence, so reads enter Go now and then even when nothing changes.
+func (e *Endpoint) watchPaced(w *watchSet) {
+	if e.local < len(e.cores) {
+		w.net = true
 	}
-	w.words[w.n] = e.shm.ClaimWord()
-	w.n++
 }

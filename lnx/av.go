@@ -107,7 +107,9 @@ func (av *AV) Remove(addrs []uint64) error {
 	for _, e := range users {
 		e.lock()
 		e.forgetAddrs(addrs)
-		e.releasePeers()
+		for _, c := range e.cores {
+			c.release()
+		}
 		e.unlock()
 	}
 	return nil

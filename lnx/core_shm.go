@@ -3,9 +3,89 @@
 package lnx
 
 import (
+	"io"
+	"unsafe"
+
+	"github.com/lnx-go/lnx-go/internal/fi"
 	"github.com/lnx-go/lnx-go/peers/ofi"
 	"github.com/lnx-go/lnx-go/shm"
 )
+
+// shmCore is the core adapter (core.go) of the endpoint's own
+// shared-memory core. Lent to C, it means the inbound rings: C reads
+// their records and advances the heads Go adopts back at takeBack.
+type shmCore struct {
+	e  *Endpoint
+	ep *shm.Endpoint // the same as e.shm
+}
+
+func (c *shmCore) addr() CoreAddr { return CoreAddr{Kind: coreShm, Raw: c.ep.Addr()} }
+func (c *shmCore) paced() bool    { return false }
+func (c *shmCore) quiet() bool    { return c.ep.Quiet() }
+func (c *shmCore) housekeep()     { c.ep.Housekeep() }
+func (c *shmCore) canLend() bool  { return true }
+func (c *shmCore) release()       { c.e.releasePeers() }
+func (c *shmCore) close() error   { return c.ep.Close() }
+
+// writeStats: shm's traffic is in the endpoint's per-kind lines.
+func (c *shmCore) writeStats(io.Writer) {}
+
+func (c *shmCore) poll() {
+	e := c.e
+	c.ep.Poll(e.arriveFn, e.sendDone)
+	if len(e.acks) > 0 {
+		e.flushAcks()
+	}
+	if e.ipcSends > 0 {
+		e.checkIPCPeers()
+	}
+	if len(e.retire) > 0 {
+		e.releasePeers()
+	}
+}
+
+func (c *shmCore) idleWords(w *watchSet) {
+	n, ok := c.ep.IdleWords(w.words[w.n:])
+	w.n += n
+	if !ok {
+		w.busy = true
+	}
+}
+
+// armedWords: C reads the lent rings itself; a new ring still shows in
+// the claim word.
+func (c *shmCore) armedWords(w *watchSet) {
+	if w.n == len(w.words) {
+		w.busy = true
+		return
+	}
+	w.words[w.n] = c.ep.ClaimWord()
+	w.n++
+}
+
+// lend describes the active inbound rings in a. A sender not in the AV
+// keeps the rings with Go, which reports it as such.
+func (c *shmCore) lend(a *armMem, _ *recvCtx) bool {
+	var views [ArmRings]shm.RingView
+	n, ok := c.ep.Lend(views[:])
+	if !ok {
+		return false
+	}
+	for i, v := range views[:n] {
+		src := c.e.shmSource(v.Src)
+		if src == fi.ADDR_NOTAVAIL {
+			c.ep.Resync(nil)
+			return false
+		}
+		a.r[i] = armRing{ring: uintptr(v.Ring), mask: v.Mask, size: v.Size, salt: v.Salt, eagerMax: v.EagerMax,
+			head: v.Head, fwdHead: uintptr(unsafe.Pointer(v.FwdHead)), src: src}
+	}
+	a.nrings = uint32(n)
+	return true
+}
+
+// takeBack adopts the ring positions C consumed up to.
+func (c *shmCore) takeBack(heads []uint64) { c.ep.Resync(heads) }
 
 // shmAddrOf returns the shm core's address inside an lnx address.
 func shmAddrOf(a *Addr) ([]byte, bool) {

@@ -206,10 +206,18 @@ func (q *CQ) PushErr(c Completion) {
 	q.mu.Unlock()
 }
 
-// progress drives the bound endpoints.
+// progress drives the bound endpoints. Its watch set is the CQ's scratch
+// when no Read holds it: collect hands it to the cores' watch methods
+// (interface calls), so a local one would be allocated every time.
 func (q *CQ) progress() {
-	var w watchSet
-	q.collect(&w)
+	if q.scratchMu.TryLock() {
+		w := &q.scratch
+		w.n, w.busy, w.net, w.lent, w.slow, w.armLater = 0, false, false, false, false, nil
+		q.collect(w)
+		q.scratchMu.Unlock()
+		return
+	}
+	q.collect(new(watchSet))
 }
 
 // collect drives the bound endpoints and collects in w what C may watch
@@ -261,7 +269,7 @@ func (q *CQ) Read(out []Completion, timeout int) (int, fi.Errno) {
 		q.mu.Unlock()
 		if n > 0 {
 			if emptied && w.armLater != nil {
-				w.armLater.armAfterCQRead(q, w.kicks)
+				w.armLater.armAfterCQRead(q, w)
 			}
 			return n, 0
 		}

@@ -265,7 +265,9 @@ func (e *Endpoint) deliverDevice(r *recvCtx, src, size uint64, hdr msgHdr, data 
 	e.netBusy()
 }
 
-// discardRndv drops a large message that cannot be received.
+// discardRndv drops a large message that cannot be received. A
+// rendezvous carries the handle of the core it came by, so it is
+// discarded there directly (typed, like pulls; not through core.go).
 func (e *Endpoint) discardRndv(rv rndv) {
 	switch {
 	case rv.shm != nil:

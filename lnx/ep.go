@@ -26,7 +26,9 @@ const (
 )
 
 // Endpoint is an lnx RDM endpoint: one core endpoint per linked core,
-// behind one matching engine.
+// behind one matching engine. Its state is grouped by concern in the
+// embedded structs below (their fields are used as e.field); all of it
+// is guarded by e.guard (eplock.go) unless a comment says otherwise.
 type Endpoint struct {
 	Domain *Domain
 	Info   fi.Info
@@ -34,6 +36,22 @@ type Endpoint struct {
 	guard   epGuard // taken only through lock, lockCollecting, lockToArm (eplock.go)
 	enabled bool
 	closed  bool // Close ran: late progress calls find nothing to do
+
+	epBinding  // AV, CQs, counters, op flags
+	epCores    // the core endpoints
+	epRouting  // fi_addr -> core and peer, message order
+	epMatching // posted and unexpected queues
+	epInFlight // sends and pulls awaiting their core
+	epPolling  // when progress polls which core, and what it hands them
+	epDevMem   // device memory: staging and IPC
+	epFast     // C's fast paths and the armed receive
+
+	stats [numCoreKinds]coreStats
+}
+
+// epBinding is what fi_ep_bind and the op-flag options set: where
+// completions and counts go, and the default flags.
+type epBinding struct {
 	av      *AV
 	txCQ    *CQ
 	rxCQ    *CQ
@@ -42,45 +60,74 @@ type Endpoint struct {
 	cntrs   map[uint64]*Cntr // keyed by bind flag (FI_SEND, FI_RECV, ...)
 	txFlags uint64
 	rxFlags uint64
-
-	nets []*ofi.Transport // one per network core domain of the link
-
-	// Data path state, guarded by mu.
-	node        uint64
-	shm         *shm.Endpoint
-	routes      map[uint64]*route // fi_addr -> how to reach it
-	rails       config.RailSelection
-	seqs        map[uint64]*seqState // PER_MSG senders' order, by fi_addr
-	railSeqs    map[*ofi.Peer]uint16 // PER_MSG: our next sequence to peers whose fi_addr was removed
-	retire      []*shm.Peer          // shm peers of removed fi_addrs, released once unused (releasePeers)
-	forceArrive bool                 // arrive ignores the unexpected budget
-	tagged      *peers.Queue
-	untagged    *peers.Queue
-	sends       map[uint64]*sendCtx // rendezvous sends awaiting their ack
-	nextSend    uint64
-	unexpBytes  uint64
-	unexpMax    uint64
 	// FI_OPT_MIN_MULTI_RECV: a multi-receive buffer with less room left
 	// is released.
 	minMultiRecv uint64
+}
 
-	stats [numCoreKinds]coreStats
+// epCores holds the endpoint's core endpoints twice: as cores, for the
+// lifecycle, progress, watch and lending loops (core.go), and typed, for
+// routing and the data path, where a route or rendezvous already knows
+// its core and calls it directly.
+type epCores struct {
+	cores []core // shm first, then the network cores in link order: poll order
+	// cores[:local] are polled on every progress call, cores[local:] (the
+	// paced ones) on the network cadence (netDue); set by addCore.
+	local int
+	shm   *shm.Endpoint    // the same-node core, or nil
+	nets  []*ofi.Transport // one per network core domain of the link
+}
 
-	// Network polling cadence (see progressLocked).
-	netHot  int
-	netLast time.Duration // since t0, when a quiet network core was last polled
-	t0      time.Time
-	pulls   map[*pendingPull]struct{} // network pulls in flight
-	rma     *rmaState                 // one-sided operations (rma.go), nil until used
+// epRouting is how the endpoint reaches each fi_addr (msg.go's route)
+// and keeps PER_MSG order, and maps senders back to fi_addrs.
+type epRouting struct {
+	node     uint64
+	routes   map[uint64]*route // fi_addr -> how to reach it
+	rails    config.RailSelection
+	seqs     map[uint64]*seqState           // PER_MSG senders' order, by fi_addr
+	railSeqs map[*ofi.Peer]uint16           // PER_MSG: our next sequence to peers whose fi_addr was removed
+	retire   []*shm.Peer                    // shm peers of removed fi_addrs, released once unused (releasePeers)
+	srcCache struct{ id, gen, addr uint64 } // shmSource's last answer
+}
 
-	// Hot-path scratch, to keep small messages allocation-free.
-	arriveFn  func(*shm.Arrival) bool
-	netArrive []func(*ofi.Arrival) bool // per network core
-	sendDone  func(uint64, error)
-	pullDone  func(*ofi.Rendezvous, uint64, error)
-	freeRecvs []*recvCtx
-	probe     peers.Msg
+// epMatching is the matching engine's state: one queue each for tagged
+// and untagged messages, the unexpected budget, and scratch that keeps
+// small messages allocation-free.
+type epMatching struct {
+	tagged      *peers.Queue
+	untagged    *peers.Queue
+	unexpBytes  uint64
+	unexpMax    uint64
+	forceArrive bool // arrive ignores the unexpected budget
+	freeRecvs   []*recvCtx
+	probe       peers.Msg
+}
 
+// epInFlight is work handed to a core that progress must finish.
+type epInFlight struct {
+	sends    map[uint64]*sendCtx // rendezvous sends awaiting their ack
+	nextSend uint64
+	pulls    map[*pendingPull]struct{} // network pulls in flight
+	rma      *rmaState                 // one-sided operations (rma.go), nil until used
+}
+
+// epPolling is the progress side: the network cadence (netDue), the
+// callbacks the cores' polls report to (made once: no allocation per
+// poll), and the CQ read driving progress.
+type epPolling struct {
+	netHot   int
+	netLast  time.Duration // since t0, when a quiet network core was last polled
+	t0       time.Time
+	arriveFn func(*shm.Arrival) bool
+	sendDone func(uint64, error)
+	pullDone func(*ofi.Rendezvous, uint64, error)
+	// collecting is the CQ whose read is driving progressWatch (e locked).
+	collecting *CQ
+}
+
+// epDevMem is device memory's state (devmem.go, ipc.go): staging
+// through host buffers, and IPC over shm.
+type epDevMem struct {
 	hmemOn   bool        // a device runtime is loaded: classify undescribed buffers
 	stage    stagingPool // host buffers for device-memory transfers
 	ipcOn    bool        // device sends over shm may go by IPC handle
@@ -88,24 +135,28 @@ type Endpoint struct {
 	ipcSends int // IPC sends awaiting their ack
 	ipcTick  int
 	ipcMaps  ipcCache // peers' allocations mapped here
+}
 
-	fast *fastMem // C's fast send and receive paths (fast.go); nil in Go tests
+// epFast is the C fast paths' state (fast.go) and the armed receive
+// (arm.go).
+type epFast struct {
+	fast *fastMem // C's fast send and receive paths; nil in Go tests
 	mrOf func(uintptr) *MR
 	// queuedOp carries each receive C queued into recvLocked (e locked).
 	queuedOp Op
-	// Armed receives (arm.go): whether the endpoint may arm, the receive
-	// lent to C (nil: the rings are Go's), the last receive posted.
+	// Armed receives: whether the endpoint may arm, the receive lent to C
+	// (nil: the cores are Go's), the last receive posted.
 	canArm   bool
 	canRearm bool // C may arm the next receive itself (FI_LNX_REARM_RECV)
 	// armAfterRead: the last arm failed only for completions in the CQ.
 	armAfterRead bool
 	armed        *recvCtx
 	lastPost     *recvCtx
-	lastNet      *ofi.Peer // the last network sender (nil: unknown), for lendNet
-	// collecting is the CQ whose read is driving progressWatch (e locked).
-	collecting *CQ
-
-	srcCache struct{ id, gen, addr uint64 } // shmSource's last answer
+	lastNet      *ofi.Peer // the last network sender (nil: unknown), for netCore.lend
+	// armHeads is disarm's copy of the ring heads C left, handed to each
+	// core's takeBack. A field, not a local: a local passed through the
+	// core interface would be allocated on every disarm.
+	armHeads [ArmRings]uint64
 }
 
 // OpenEndpoint opens an endpoint and its core endpoints.
@@ -113,10 +164,12 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	if info.HasEP && info.EP.Type != fi.EP_RDM && info.EP.Type != fi.EP_UNSPEC {
 		return nil, fi.Wrap(fi.EOPNOTSUPP, "endpoint type %d: lnx endpoints are FI_EP_RDM", info.EP.Type)
 	}
-	e := &Endpoint{Domain: d, Info: info, cntrs: map[uint64]*Cntr{},
-		node: NodeID(d.cfg), routes: map[uint64]*route{}, sends: map[uint64]*sendCtx{},
-		t0: time.Now(), pulls: map[*pendingPull]struct{}{},
-		tagged: peers.NewSerialQueue(true), untagged: peers.NewSerialQueue(false), unexpMax: d.cfg.UnexpectedMax}
+	e := &Endpoint{Domain: d, Info: info,
+		epBinding:  epBinding{cntrs: map[uint64]*Cntr{}},
+		epRouting:  epRouting{node: NodeID(d.cfg), routes: map[uint64]*route{}},
+		epMatching: epMatching{tagged: peers.NewSerialQueue(true), untagged: peers.NewSerialQueue(false), unexpMax: d.cfg.UnexpectedMax},
+		epInFlight: epInFlight{sends: map[uint64]*sendCtx{}, pulls: map[*pendingPull]struct{}{}},
+		epPolling:  epPolling{t0: time.Now()}}
 	e.minMultiRecv = e.injectSize()
 	if info.HasTx {
 		e.txFlags = info.Tx.OpFlags
@@ -137,6 +190,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 			return nil, fi.Wrap(code, "shm core: %v", err)
 		}
 		e.shm = se
+		e.addCore(&shmCore{e: e, ep: se})
 	}
 	e.rails, e.seqs = d.cfg.Rails, map[uint64]*seqState{}
 	src, err := d.srcNames(info)
@@ -157,23 +211,32 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 			e.closeCores()
 			return nil, err
 		}
+		ti := len(e.nets)
 		e.nets = append(e.nets, t)
-		e.netArrive = append(e.netArrive, e.netArrival(t, len(e.nets)-1))
+		e.addCore(&netCore{e: e, t: t, ti: ti, arrive: e.netArrival(t, ti), sole: len(d.cores) == 1})
 	}
 	d.get()
 	return e, nil
 }
 
+// addCore appends c to the endpoint's cores, keeping the cores polled on
+// every call ahead of the paced ones (progressLocked polls cores[:local],
+// then cores[local:] when netDue).
+func (e *Endpoint) addCore(c core) {
+	if c.paced() {
+		e.cores = append(e.cores, c)
+		return
+	}
+	e.cores = slices.Insert(e.cores, e.local, c)
+	e.local++
+}
+
 func (e *Endpoint) closeCores() error {
 	var errs []error
-	if e.shm != nil {
-		errs = append(errs, e.shm.Close())
-		e.shm = nil
+	for _, c := range e.cores {
+		errs = append(errs, c.close())
 	}
-	for _, t := range e.nets {
-		errs = append(errs, t.Close())
-	}
-	e.nets = nil
+	e.cores, e.local, e.shm, e.nets = nil, 0, nil, nil
 	return errors.Join(errs...)
 }
 
@@ -302,11 +365,8 @@ func (e *Endpoint) MinMultiRecv(v *uint64, set bool) {
 // Name returns the endpoint's lnx address.
 func (e *Endpoint) Name() ([]byte, error) {
 	a := Addr{Node: e.node, Link: linkHash(e.Domain.Link.Name())}
-	if e.shm != nil {
-		a.Cores = append(a.Cores, CoreAddr{Kind: coreShm, Raw: e.shm.Addr()})
-	}
-	for _, t := range e.nets {
-		a.Cores = append(a.Cores, CoreAddr{Kind: coreOFI, Raw: t.Addr()})
+	for _, c := range e.cores {
+		a.Cores = append(a.Cores, c.addr())
 	}
 	return a.Encode()
 }

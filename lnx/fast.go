@@ -50,7 +50,7 @@ func (e *Endpoint) refreshFast() {
 	if f == nil {
 		return
 	}
-	on := e.enabled && (e.shm != nil || len(e.nets) > 0) && !e.hmemOn && e.txCQ != nil && e.cntrs[fi.SEND] == nil &&
+	on := e.enabled && len(e.cores) > 0 && !e.hmemOn && e.txCQ != nil && e.cntrs[fi.SEND] == nil &&
 		!e.cfg().DumpStats && e.cfg().FastSend
 	atomic.StoreUint64(&f.txFlags, e.txFlags)
 	atomic.StoreUint64(&f.injectSize, e.injectSize())

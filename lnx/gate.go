@@ -53,7 +53,7 @@ type watchSet struct {
 	n    int
 	busy bool // some endpoint needs Go on every read
 	net  bool // some endpoint has a network core
-	lent bool // ... which C polls itself (arm.go's lendNet)
+	lent bool // ... which C polls itself (netCore.lend)
 	// slow: C let this read into Go only because it had answered idle
 	// skipMax times in a row; endpoints run their slower duties.
 	slow bool

@@ -226,6 +226,8 @@ func (e *Endpoint) Send(op *Op) error {
 	}
 	var done bool
 	var again bool
+	// The route knows its core: typed calls, no interface call per
+	// message (core.go is for lifecycle, progress and watch code).
 	if rt.shm != nil {
 		done, err = e.shm.Send(rt.shm, shm.Hdr(hdr), iovs[:niov], id)
 		again = errors.Is(err, shm.ErrAgain)
@@ -343,7 +345,10 @@ func (e *Endpoint) reachedOverNet(a *Addr) bool {
 	return false
 }
 
-// route returns (connecting on first use) the route to fi_addr.
+// route returns (connecting on first use) the route to fi_addr. Routing
+// is where the endpoint chooses a core, so it looks at the typed handles
+// (e.shm, e.nets) rather than e.cores: the route keeps the concrete
+// *shm.Peer or rail, and sends over it call that core directly.
 func (e *Endpoint) route(addr uint64) (*route, error) {
 	if rt, ok := e.routes[addr]; ok {
 		return rt, nil
@@ -437,10 +442,6 @@ func (e *Endpoint) forgetAddrs(addrs []uint64) {
 // takes the peer's TxSlot lock and marks it not ready, so no C writer is
 // inside the mapping when it goes.
 func (e *Endpoint) releasePeers() {
-	if e.shm == nil {
-		e.retire = nil
-		return
-	}
 	keep := e.retire[:0]
 	for _, p := range e.retire {
 		if e.shmPeerInUse(p) {
@@ -795,15 +796,17 @@ func (e *Endpoint) progressWatch(w *watchSet, q *CQ) {
 		e.unlock()
 	}()
 	e.progressLocked()
-	if w.slow && e.shm != nil {
+	if w.slow {
 		// Reads answered in C do not reach shm's Poll, which
 		// housekeeps every 1024 calls: find dead senders and peers now.
-		e.shm.Housekeep()
+		for _, c := range e.cores {
+			c.housekeep()
+		}
 	}
 	if !e.enabled || w.busy {
 		return
 	}
-	w.net = w.net || len(e.nets) > 0
+	e.watchPaced(w)
 	if e.needsLocalPoll() {
 		w.busy = true
 		return
@@ -820,10 +823,15 @@ func (e *Endpoint) progressWatch(w *watchSet, q *CQ) {
 		w.busy = true
 		return
 	}
-	if e.shm != nil {
-		n, ok := e.shm.IdleWords(w.words[w.n:])
-		w.n += n
-		w.busy = !ok
+	for _, c := range e.cores {
+		switch c := c.(type) {
+		case *shmCore:
+			c.idleWords(w)
+		case *netCore:
+			c.idleWords(w)
+		default:
+			c.idleWords(w)
+		}
 	}
 }
 
@@ -837,8 +845,19 @@ func (e *Endpoint) needsPoll() bool {
 // needsLocalPoll is needsPoll but for a busy network core, which C can
 // read for Go while a receive is armed (arm.go).
 func (e *Endpoint) needsLocalPoll() bool {
-	return len(e.acks) > 0 || e.ipcSends > 0 || len(e.sends) > 0 || len(e.pulls) > 0 || len(e.retire) > 0 ||
-		e.shm != nil && !e.shm.Quiet() || e.rma != nil && e.rma.busy()
+	if len(e.acks) > 0 || e.ipcSends > 0 || len(e.sends) > 0 || len(e.pulls) > 0 || len(e.retire) > 0 {
+		return true
+	}
+	for _, c := range e.cores[:e.local] { // a paced core's work is netHot's
+		if s, ok := c.(*shmCore); ok {
+			if !s.quiet() {
+				return true
+			}
+		} else if !c.quiet() {
+			return true
+		}
+	}
+	return e.rma != nil && e.rma.busy()
 }
 
 // kickIfBusy tells the CQs' gates, after an operation, that progress has
@@ -875,41 +894,43 @@ func (e *Endpoint) progressLocked() {
 	if e.rma != nil && len(e.rma.ops) > 0 {
 		e.rmaCheckPeers()
 	}
-	if e.shm != nil {
-		e.shm.Poll(e.arriveFn, e.sendDone)
-		if len(e.acks) > 0 {
-			e.flushAcks()
+	for _, c := range e.cores[:e.local] {
+		if s, ok := c.(*shmCore); ok {
+			s.poll()
+		} else {
+			c.poll()
 		}
-		if e.ipcSends > 0 {
-			e.checkIPCPeers()
-		}
-		if len(e.retire) > 0 {
-			e.releasePeers()
-		}
-	}
-	if len(e.nets) == 0 {
-		return
 	}
 	// Polling a network core costs system calls (rxm/tcp progress polls
-	// its sockets), several times a whole shm round trip. Right after
-	// network activity (an event, a send of ours, work in flight) poll it
-	// every time for netHotPolls calls; once it has been quiet that long,
-	// poll it once every netQuietGap, so that a same-node exchange running
-	// beside a quiet network core keeps shm's latency.
-	if e.netHot > 0 {
-		e.netHot--
-	} else if now := time.Since(e.t0); now-e.netLast >= netQuietGap {
-		e.netLast = now
-	} else {
+	// its sockets), several times a whole shm round trip: the paced cores
+	// are polled only when netDue says so.
+	if e.local == len(e.cores) || !e.netDue() {
 		return
 	}
-	n := 0
-	for i, t := range e.nets {
-		n += t.Poll(e.netArrive[i], e.sendDone, e.pullDone)
+	for _, c := range e.cores[e.local:] {
+		if n, ok := c.(*netCore); ok {
+			n.poll()
+		} else {
+			c.poll()
+		}
 	}
-	if n > 0 || len(e.sends) > 0 || len(e.pulls) > 0 {
-		e.netBusy()
+}
+
+// netDue reports whether this progress call polls the network cores.
+// Right after network activity (an event, a send of ours, work in
+// flight) they are polled every time for netHotPolls calls; once they
+// have been quiet that long, once every netQuietGap, so that a same-node
+// exchange running beside a quiet network core keeps shm's latency.
+func (e *Endpoint) netDue() bool {
+	if e.netHot > 0 {
+		e.netHot--
+		return true
 	}
+	if now := time.Since(e.t0); now-e.netLast >= netQuietGap {
+		e.netLast = now
+		return true
+	}
+	return false
 }
 
 // netBusy marks network activity: poll the network cores every time for a

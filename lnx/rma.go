@@ -445,7 +445,7 @@ func (e *Endpoint) rmaTry(m rmaOut) bool {
 	id := e.nextSend
 	var done, again bool
 	var err error
-	if m.p.shm != nil {
+	if m.p.shm != nil { // the peer knows its core: typed calls, as in Send
 		done, err = e.shm.Send(m.p.shm, shm.Hdr(m.hdr), m.iov, id)
 		again = errors.Is(err, shm.ErrAgain)
 	} else {

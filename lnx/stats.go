@@ -49,15 +49,7 @@ func (e *Endpoint) dumpStats(w io.Writer) {
 		fmt.Fprintf(w, "lnx: pid %d link %s core %s: tx %d msgs %d bytes, rx %d msgs %d bytes, %d errors, %d reordered%s\n",
 			os.Getpid(), e.Domain.Link.Name(), names[k], s.txMsgs, s.txBytes, s.rxMsgs, s.rxBytes, s.errors, s.reordered, rma)
 	}
-	// How the network cores carried the sends: one core message each
-	// (inline, eager, tagged eager), two (split), or a rendezvous.
-	for i, t := range e.nets {
-		s := t.Stats()
-		if s.Injected+s.EagerSends+s.TaggedEager+s.RndvSends == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "lnx: pid %d link %s rail %d sends: inline %d, eager %d, tagged eager %d, split %d, rendezvous %d (read %d)\n",
-			os.Getpid(), e.Domain.Link.Name(), i, s.Injected, s.EagerSends, s.TaggedEager, s.SplitSends,
-			s.RndvSends-s.SplitSends, s.ReadSends)
+	for _, c := range e.cores {
+		c.writeStats(w)
 	}
 }

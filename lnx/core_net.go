@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
+package lnx
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/lnx-go/lnx-go/peers"
+	"github.com/lnx-go/lnx-go/peers/ofi"
+)
+
+// netCore is the core adapter (core.go) of one network transport of the
+// link (rail ti). Lent to C, it means the transport (ofi.Transport.Lend):
+// C reads the core CQ into the transport's stash, may complete the armed
+// receive with the next eager message of one peer and send that peer its
+// smallest messages; Reclaim at takeBack accounts for it.
+type netCore struct {
+	e      *Endpoint
+	t      *ofi.Transport // the same as e.nets[ti]
+	ti     int
+	arrive func(*ofi.Arrival) bool // e.netArrival(t, ti), made once
+	sole   bool                    // the link's only network core: it can be lent
+	lent   bool                    // lend lent t; takeBack reclaims it
+}
+
+func (c *netCore) addr() CoreAddr { return CoreAddr{Kind: coreOFI, Raw: c.t.Addr()} }
+func (c *netCore) paced() bool    { return true }
+func (c *netCore) quiet() bool    { return true } // see core.quiet: netHot tracks its work
+func (c *netCore) housekeep()     {}              // the transport probes peers in Poll, on Go's cadence
+func (c *netCore) canLend() bool  { return c.sole }
+func (c *netCore) release()       {} // connections stay, shared and found again on a re-insert (forgetAddrs)
+func (c *netCore) close() error   { return c.t.Close() }
+
+// idleWords: no word announces network traffic; the gate lets reads
+// into Go on the cadence instead (watchSet.net).
+func (c *netCore) idleWords(*watchSet)  {}
+func (c *netCore) armedWords(*watchSet) {}
+
+// poll polls the transport; arrivals, sends or pulls in flight keep the
+// network cadence hot.
+func (c *netCore) poll() {
+	e := c.e
+	n := c.t.Poll(c.arrive, e.sendDone, e.pullDone)
+	if n > 0 || len(e.sends) > 0 || len(e.pulls) > 0 {
+		e.netBusy()
+	}
+}
+
+// lend lends the transport when progress would poll it on every call
+// (netHotNow); a quiet one stays with Go, polled on its clock. C may
+// complete the armed receive with the next eager message of the one
+// network peer it can come from: the posted source, or for any source
+// the last network sender.
+func (c *netCore) lend(a *armMem, r *recvCtx) bool {
+	e := c.e
+	if !e.netHotNow() {
+		return true
+	}
+	if !c.sole {
+		return false
+	}
+	src := r.rec.Src
+	var p *ofi.Peer
+	if src == peers.AddrUnspec && e.lastNet != nil {
+		src = e.av.byNetID(e.lastNet.ID())
+	}
+	if rt := e.routes[src]; rt != nil && rt.kind == kindNet && len(rt.rails) < 2 && rt.ti == c.ti {
+		p = rt.net
+	}
+	ptr, ok := c.t.Lend(p)
+	if !ok {
+		return false
+	}
+	c.lent = true
+	a.net = uintptr(ptr)
+	if p != nil {
+		a.netSrc = src
+	}
+	return true
+}
+
+// takeBack reclaims a lent transport (small enough to inline into
+// disarm, which calls it on every entry into Go).
+func (c *netCore) takeBack([]uint64) {
+	if c.lent {
+		c.reclaim()
+	}
+}
+
+// reclaim takes the lent transport back: what C took or read counts as
+// network activity, and C's reads of the core as polls.
+func (c *netCore) reclaim() {
+	c.lent = false
+	e := c.e
+	active, reads := c.t.Reclaim()
+	e.netHot -= int(min(reads, uint64(e.netHot)))
+	if active {
+		e.netBusy()
+	}
+}
+
+// writeStats: how the transport carried the sends: one core message each
+// (inline, eager, tagged eager), two (split), or a rendezvous.
+func (c *netCore) writeStats(w io.Writer) {
+	s := c.t.Stats()
+	if s.Injected+s.EagerSends+s.TaggedEager+s.RndvSends == 0 {
+		return
+	}
+	fmt.Fprintf(w, "lnx: pid %d link %s rail %d sends: inline %d, eager %d, tagged eager %d, split %d, rendezvous %d (read %d)\n",
+		os.Getpid(), c.e.Domain.Link.Name(), c.ti, s.Injected, s.EagerSends, s.TaggedEager, s.SplitSends,
+		s.RndvSends-s.SplitSends, s.ReadSends)
+}
