@@ -928,6 +928,9 @@ const (
 func (e *Endpoint) onSendDone(id uint64, err error) {
 	s, ok := e.sends[id]
 	if !ok {
+		if e.rmaNativeDone(id, err) {
+			return
+		}
 		e.rmaSendDone(id)
 		return
 	}
