@@ -66,6 +66,10 @@ type Endpoint struct {
 
 	stats [numCoreKinds]coreStats
 
+	// rmaExported: this endpoint handed a network peer a core key
+	// (rma_native.go), so peers may access its memory without a message.
+	rmaExported bool
+
 	// Network polling cadence (see progressLocked).
 	netHot  int
 	netLast time.Duration // since t0, when a quiet network core was last polled

@@ -896,9 +896,16 @@ func (e *Endpoint) progressLocked() {
 	// every time for netHotPolls calls; once it has been quiet that long,
 	// poll it once every netQuietGap, so that a same-node exchange running
 	// beside a quiet network core keeps shm's latency.
+	// A target whose memory network peers access with the core's own
+	// RMA sees nothing of it (the core serves those accesses when it is
+	// polled, and reports none): its quiet gap is netRMAGap instead.
+	gap := netQuietGap
+	if e.rmaExported {
+		gap = netRMAGap
+	}
 	if e.netHot > 0 {
 		e.netHot--
-	} else if now := time.Since(e.t0); now-e.netLast >= netQuietGap {
+	} else if now := time.Since(e.t0); now-e.netLast >= gap {
 		e.netLast = now
 	} else {
 		return
@@ -922,6 +929,7 @@ func (e *Endpoint) netBusy() { e.netHot = netHotPolls }
 // every call (tens of microseconds: longer than a network round trip).
 const (
 	netQuietGap = 20 * time.Microsecond
+	netRMAGap   = 2 * time.Microsecond
 	netHotPolls = 4096
 )
 

@@ -220,6 +220,7 @@ func (e *Endpoint) rmaSendKeyInfo(p rmaPeer, key uint64) {
 			}
 			if i.count != 0 {
 				m.core.exported.Store(true)
+				e.rmaExported = true
 			}
 		}
 	}
