@@ -115,12 +115,16 @@ type epInFlight struct {
 // callbacks the cores' polls report to (made once: no allocation per
 // poll), and the CQ read driving progress.
 type epPolling struct {
-	netHot   int
-	netLast  time.Duration // since t0, when a quiet network core was last polled
-	t0       time.Time
-	arriveFn func(*shm.Arrival) bool
-	sendDone func(uint64, error)
-	pullDone func(*ofi.Rendezvous, uint64, error)
+	// rmaExported: this endpoint handed a network peer a core key
+	// (rma_native.go), so peers may access its memory without a message
+	// and the quiet network core is polled every netRMAGap.
+	rmaExported bool
+	netHot      int
+	netLast     time.Duration // since t0, when a quiet network core was last polled
+	t0          time.Time
+	arriveFn    func(*shm.Arrival) bool
+	sendDone    func(uint64, error)
+	pullDone    func(*ofi.Rendezvous, uint64, error)
 	// collecting is the CQ whose read is driving progressWatch (e locked).
 	collecting *CQ
 }

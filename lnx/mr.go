@@ -42,6 +42,9 @@ type MR struct {
 	segs   []Buf    // the registered pieces of a several-iov MR (nil: one piece)
 	core   *coreReg // per-core registrations of a host MR; nil otherwise
 	closed atomic.Bool
+	// rmaEvent: registered with FI_RMA_EVENT (one-sided operations on it
+	// stay target-executed, rma_native.go).
+	rmaEvent bool
 }
 
 // IsDevice reports whether the MR covers device memory.
@@ -78,7 +81,7 @@ func (d *Domain) RegMR(a MRAttr) (*MR, error) {
 	if a.Access == 0 {
 		a.Access = mrAccessKnown
 	}
-	m := &MR{dom: d, Access: a.Access, Iface: hmem.System}
+	m := &MR{dom: d, Access: a.Access, Iface: hmem.System, rmaEvent: a.Flags&mrFlagRMAEvent != 0}
 	// The span the registration covers: one range, from the lowest to the
 	// highest iov address (fi_mr_regv users register neighbouring pieces).
 	lo, hi := ^uintptr(0), uintptr(0)
@@ -221,6 +224,9 @@ type coreReg struct {
 	mrs        []*ofi.MR
 	refs       int
 	prev, next *coreReg // idle list, most recently released first
+	// exported: a core key of this registration was handed to a peer
+	// (rma_native.go); it is closed, not kept idle, once unreferenced.
+	exported atomic.Bool
 }
 
 type regKey struct {

@@ -87,6 +87,12 @@ func (c *regCache) release(r *coreReg) error {
 	if c.byKey[r.key] != r { // not cached
 		return r.close()
 	}
+	if r.exported.Load() {
+		// Peers may hold its core keys: they must stop opening the
+		// memory now that no MR covers it.
+		delete(c.byKey, r.key)
+		return r.close()
+	}
 	r.next, r.prev = c.head, nil
 	if c.head != nil {
 		c.head.prev = r

@@ -926,7 +926,14 @@ func (e *Endpoint) netDue() bool {
 		e.netHot--
 		return true
 	}
-	if now := time.Since(e.t0); now-e.netLast >= netQuietGap {
+	// A target whose memory network peers access with the core's own
+	// RMA sees nothing of it (the core serves those accesses when it is
+	// polled, and reports none): its quiet gap is netRMAGap instead.
+	gap := netQuietGap
+	if e.rmaExported {
+		gap = netRMAGap
+	}
+	if now := time.Since(e.t0); now-e.netLast >= gap {
 		e.netLast = now
 		return true
 	}
@@ -943,12 +950,16 @@ func (e *Endpoint) netBusy() { e.netHot = netHotPolls }
 // every call (tens of microseconds: longer than a network round trip).
 const (
 	netQuietGap = 20 * time.Microsecond
+	netRMAGap   = 2 * time.Microsecond
 	netHotPolls = 4096
 )
 
 func (e *Endpoint) onSendDone(id uint64, err error) {
 	s, ok := e.sends[id]
 	if !ok {
+		if e.rmaNativeDone(id, err) {
+			return
+		}
 		e.rmaSendDone(id)
 		return
 	}

@@ -15,7 +15,9 @@ import (
 )
 
 // One-sided operations (FI_RMA, FI_ATOMIC) are executed by the target,
-// over lnx's own messaging on whichever core reaches the peer: the
+// over lnx's own messaging on whichever core reaches the peer, except
+// writes and reads toward network peers that the core carries itself
+// (rma_native.go): the
 // initiator sends a request (an hdrRMA message whose payload starts with
 // an rmaHdr), the target checks key, range and access against its MR
 // table, performs the copy or the atomic under its domain's key lock
@@ -145,14 +147,26 @@ type rmaState struct {
 	sends map[uint64][]byte     // our rendezvous sends in flight, and their staging buffers
 	pulls map[*rmaPull]struct{} // network pulls in flight
 	shmTo map[uint64]*shm.Peer  // shm answer peers by sender id
-	next  uint64
-	tick  int // progress calls since the last rmaCheckPeers
+	// Native operations (rma_native.go): the targets' core keys learnt,
+	// the (peer, key)s asked for, and the operations in flight by
+	// transport send id.
+	keys   map[natKey]natEnt
+	asked  map[natKey]bool
+	native map[uint64]natOp
+	// slow: per network peer, target-executed operations awaiting their
+	// answer; native ones wait for none of them, so none goes while any
+	// is outstanding (a read must not overtake an inject atomic before it).
+	slow map[*ofi.Peer]int
+	next uint64
+	tick int // progress calls since the last rmaCheckPeers
 }
 
 func (e *Endpoint) rmaS() *rmaState {
 	if e.rma == nil {
 		e.rma = &rmaState{ops: map[uint64]*rmaOp{}, in: map[rmaInKey]*rmaIn{},
-			sends: map[uint64][]byte{}, pulls: map[*rmaPull]struct{}{}, shmTo: map[uint64]*shm.Peer{}}
+			sends: map[uint64][]byte{}, pulls: map[*rmaPull]struct{}{}, shmTo: map[uint64]*shm.Peer{},
+			keys: map[natKey]natEnt{}, asked: map[natKey]bool{}, native: map[uint64]natOp{},
+			slow: map[*ofi.Peer]int{}}
 	}
 	return e.rma
 }
@@ -212,6 +226,7 @@ type rmaOp struct {
 	pull   bool    // a network pull is moving the read data
 	result bool    // atomic: answer carries fetched values
 	peer   rmaPeer // the target, watched until the answer comes
+	native bool    // carried by the core (rma_native.go)
 	// dev: some of dst is device memory, of the kinds in kinds; the
 	// data lands in host memory first.
 	dev   bool
@@ -282,8 +297,14 @@ func (e *Endpoint) RMA(op *RMAOp) error {
 		}
 	}
 	defer e.kickIfBusy()
+	return e.rmaStart(op, flags, size, dev, &kinds, host, false)
+}
+
+// rmaStart posts an operation RMA checked; retry: a native operation that
+// failed goes again, the target-executed way (rmaNativeDone).
+func (e *Endpoint) rmaStart(op *RMAOp, flags, size uint64, dev bool, kinds *[MaxIov]memKind, host []byte, retry bool) error {
 	s := e.rmaS()
-	if len(s.out) >= rmaOutMax {
+	if !retry && len(s.out) >= rmaOutMax {
 		e.progressLocked()
 		if len(s.out) >= rmaOutMax {
 			return fi.EAGAIN
@@ -301,9 +322,29 @@ func (e *Endpoint) RMA(op *RMAOp) error {
 		}
 		p.t, p.net, p.ti = r.t, r.net, r.ti
 	}
+	o := &rmaOp{ctx: op.Ctx, len: size, cq: !op.Inject && (!e.txSel || flags&fi.COMPLETION != 0)}
+	var want bool
+	if e.nativeOK(op, p, flags, dev) {
+		o.flags, o.cntr = fi.RMA|fi.WRITE, fi.WRITE
+		if op.Read {
+			o.flags, o.cntr = fi.RMA|fi.READ, fi.READ
+		}
+		if retry {
+			want = !s.asked[natKey{p.net, op.Key}]
+		} else {
+			var posted bool
+			if posted, want, err = e.rmaNative(op, p, o, flags); posted || err != nil {
+				return err
+			}
+			o.keep = nil
+		}
+	}
 	s.next++
 	h := rmaHdr{id: s.next, key: op.Key, addr: op.RAddr, len: size}
-	o := &rmaOp{ctx: op.Ctx, len: size, cq: !op.Inject && (!e.txSel || flags&fi.COMPLETION != 0)}
+	if want {
+		h.flags |= rfWantKey
+		s.asked[natKey{p.net, op.Key}] = true
+	}
 	if flags&fi.REMOTE_CQ_DATA != 0 {
 		h.flags |= rfCQData
 		h.data = op.Data
@@ -331,7 +372,7 @@ func (e *Endpoint) RMA(op *RMAOp) error {
 		h.kind = rmaRead
 		o.flags, o.cntr = fi.RMA|fi.READ, fi.READ
 		o.dst, o.ndst = op.IovBuf, op.N
-		o.kinds, o.dev = kinds, dev
+		o.kinds, o.dev = *kinds, dev
 	default:
 		h.kind = rmaWrite
 		o.flags, o.cntr = fi.RMA|fi.WRITE, fi.WRITE
@@ -378,6 +419,9 @@ func (e *Endpoint) RMA(op *RMAOp) error {
 		p.t.Watch(p.net)
 	}
 	s.ops[h.id] = o
+	if p.net != nil {
+		s.slow[p.net]++
+	}
 	st := &e.stats[p.kind()]
 	switch h.kind {
 	case rmaAtomic:
@@ -500,6 +544,11 @@ func (e *Endpoint) rmaDone(id uint64, code int) {
 	delete(s.ops, id)
 	if o.peer.net != nil {
 		o.peer.t.Unwatch(o.peer.net)
+		if !o.native {
+			if s.slow[o.peer.net]--; s.slow[o.peer.net] <= 0 {
+				delete(s.slow, o.peer.net)
+			}
+		}
 	}
 	if c := e.cntrs[o.cntr]; c != nil {
 		c.Inc(code != 0)
@@ -634,10 +683,15 @@ func (e *Endpoint) rmaArrive(p rmaPeer, k rmaInKey, src uint64, hdr msgHdr, eage
 		return
 	}
 	body := eager[rmaHdrLen:]
-	if h.kind != rmaAnswer {
+	if h.kind != rmaAnswer && h.kind != rmaKeyInfo {
 		e.stats[p.kind()].rmaServed++
 	}
+	if h.flags&rfWantKey != 0 && h.kind != rmaAnswer && p.net != nil {
+		e.rmaSendKeyInfo(p, h.key)
+	}
 	switch h.kind {
+	case rmaKeyInfo:
+		e.rmaLearnKey(p, &h)
 	case rmaAnswer:
 		e.rmaAnswer(&h, body)
 	case rmaWrite:

@@ -23,6 +23,7 @@ type coreStats struct {
 	// the bytes they address at the target), and requests it executed
 	// as a target.
 	rmaWrites, rmaReads, rmaAtomics, rmaBytes, rmaServed uint64
+	rmaNative                                            uint64 // of the writes and reads, those the core carried (rma_native.go)
 }
 
 func (s *coreStats) oneSided() uint64 { return s.rmaWrites + s.rmaReads + s.rmaAtomics + s.rmaServed }
@@ -43,8 +44,12 @@ func (e *Endpoint) dumpStats(w io.Writer) {
 		}
 		var rma string
 		if s.oneSided() > 0 {
-			rma = fmt.Sprintf(", one-sided: %d writes %d reads %d atomics %d bytes initiated, %d executed as target",
-				s.rmaWrites, s.rmaReads, s.rmaAtomics, s.rmaBytes, s.rmaServed)
+			var native string
+			if k == kindNet {
+				native = fmt.Sprintf(" (%d native)", s.rmaNative)
+			}
+			rma = fmt.Sprintf(", one-sided: %d writes %d reads %d atomics %d bytes initiated%s, %d executed as target",
+				s.rmaWrites, s.rmaReads, s.rmaAtomics, s.rmaBytes, native, s.rmaServed)
 		}
 		fmt.Fprintf(w, "lnx: pid %d link %s core %s: tx %d msgs %d bytes, rx %d msgs %d bytes, %d errors, %d reordered%s\n",
 			os.Getpid(), e.Domain.Link.Name(), names[k], s.txMsgs, s.txBytes, s.rxMsgs, s.rxBytes, s.errors, s.reordered, rma)

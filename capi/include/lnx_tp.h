@@ -114,6 +114,8 @@ LNX_HIDDEN ssize_t lnx_tp_trecvv(struct lnx_tp *t, uint32_t op, int sub, int off
 				 uint64_t src, uint64_t tag);
 LNX_HIDDEN ssize_t lnx_tp_readv(struct lnx_tp *t, uint32_t op, int sub, int off, int niov,
 				uint64_t src, uint64_t addr, uint64_t key);
+LNX_HIDDEN ssize_t lnx_tp_writev(struct lnx_tp *t, uint32_t op, int sub, int off, int niov,
+				 uint64_t dest, uint64_t addr, uint64_t key);
 LNX_HIDDEN ssize_t lnx_tp_recv(struct lnx_tp *t, uint32_t op, void *buf, size_t len);
 LNX_HIDDEN ssize_t lnx_tp_inject(struct lnx_tp *t, const void *buf, size_t len, uint64_t dest);
 LNX_HIDDEN ssize_t lnx_tp_tinject(struct lnx_tp *t, const void *buf, size_t len, uint64_t dest,

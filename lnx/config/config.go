@@ -51,6 +51,7 @@ type Config struct {
 	// -1 flow control off, else the window.
 	NetCredits int
 	NetRead    bool
+	NativeRMA  bool
 	FastSend   bool
 	FastRecv   bool
 	ArmRecv    bool
@@ -78,6 +79,7 @@ func Load(getenv func(string) string) *Config {
 		PeerTimeout:   r.peerTimeout(),
 		NetCredits:    r.credits(),
 		NetRead:       !r.off(NetRead),
+		NativeRMA:     !r.off(NativeRMA),
 		FastSend:      !r.off(FastSend),
 		FastRecv:      !r.off(FastRecv),
 		ArmRecv:       !r.off(ArmRecv),

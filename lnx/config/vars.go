@@ -25,6 +25,7 @@ const (
 	CudaLib            = "FI_LNX_CUDA_LIB"
 	RocmLib            = "FI_LNX_ROCM_LIB"
 	WaitSleepMax       = "FI_LNX_WAIT_SLEEP_MAX"
+	NativeRMA          = "FI_LNX_NATIVE_RMA"
 )
 
 // ParamType says how `fi_info -e` shows a variable (capi maps it to
@@ -66,6 +67,8 @@ var Vars = []Var{
 		"that its process is gone (Go duration, default 10s, at least 500ms)."},
 	{NetCredits, ParamInt, "Messages a sender may have in flight to one network receiver before it waits for " +
 		"credits (1-255, default 64; 0 turns flow control off)."},
+	{NativeRMA, ParamBool, "Writes and reads toward network peers go as the network core's own RMA " +
+		"where it can carry them (default: on; off: the target executes every one-sided operation)."},
 	{NetRead, ParamBool, "Large network sends of one buffer are read by the receiver (RMA) where the core can (default: on)."},
 	{FastSend, ParamBool, "Write small sends to peers on this node from C, without calling into Go (default: on)."},
 	{FastRecv, ParamBool, "Queue receives into one host buffer in C; Go posts them in order when it next runs (default: on)."},

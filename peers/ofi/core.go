@@ -66,6 +66,9 @@ const CoreCaps = fi.MSG | fi.TAGGED | fi.SEND | fi.RECV | fi.DIRECTED_RECV | fi.
 // rmaCaps let the transport's rendezvous read from the sender's buffer.
 const rmaCaps = fi.RMA | fi.READ | fi.REMOTE_READ
 
+// writeCaps let lnx carry one-sided writes on the core (tp_rma.go).
+const writeCaps = fi.RMA | fi.WRITE | fi.REMOTE_WRITE
+
 // CoreModes are the mode bits lnx can honour when it drives a core: it
 // always passes a context area of its own.
 const CoreModes = fi.CONTEXT | fi.CONTEXT2
@@ -90,7 +93,11 @@ func GetInfo(version uint32, prov, domain string, caps uint64) (*List, error) {
 	// Ask for RMA reads too (the transport's rendezvous reads the data
 	// from the sender's buffer where it can); a core without them still
 	// serves, with the CTS rendezvous.
-	ret := C.lnx_core_getinfo(C.uint32_t(version), cprov, cdom, C.uint64_t(caps|rmaCaps), C.uint64_t(CoreModes), &head)
+	// Writes as well where the core has them (lnx's one-sided writes).
+	ret := C.lnx_core_getinfo(C.uint32_t(version), cprov, cdom, C.uint64_t(caps|rmaCaps|writeCaps), C.uint64_t(CoreModes), &head)
+	if ret == -C.FI_ENODATA {
+		ret = C.lnx_core_getinfo(C.uint32_t(version), cprov, cdom, C.uint64_t(caps|rmaCaps), C.uint64_t(CoreModes), &head)
+	}
 	if ret == -C.FI_ENODATA {
 		ret = C.lnx_core_getinfo(C.uint32_t(version), cprov, cdom, C.uint64_t(caps), C.uint64_t(CoreModes), &head)
 	}

@@ -64,6 +64,12 @@ func (d *Domain) canRead() (ok, virt bool) {
 	return c&rmaCaps == rmaCaps, C.lnx_core_mr_mode(d.f.info)&C.FI_MR_VIRT_ADDR != 0
 }
 
+// canWrite reports whether the domain's endpoints may write remote memory
+// (FI_RMA with FI_WRITE and FI_REMOTE_WRITE).
+func (d *Domain) canWrite() bool {
+	return uint64(C.lnx_core_caps(d.f.info))&writeCaps == writeCaps
+}
+
 // RegMR registers [addr, addr+n) with the core domain. key is the
 // requested key (ignored by FI_MR_PROV_KEY cores); callers pass a key
 // unique in this domain, never the application's.

@@ -325,6 +325,27 @@ ssize_t lnx_tp_readv(struct lnx_tp *t, uint32_t op, int sub, int off, int niov, 
 			&o->ctx[sub]);
 }
 
+ssize_t lnx_tp_writev(struct lnx_tp *t, uint32_t op, int sub, int off, int niov, uint64_t dest,
+		      uint64_t addr, uint64_t key)
+{
+	struct lnx_op *o = &t->ops[op];
+	struct fi_rma_iov rma = { .addr = addr, .len = 0, .key = key };
+	for (int i = 0; i < niov; i++)
+		rma.len += o->iov[off + i].iov_len;
+	struct fi_msg_rma m = {
+		.msg_iov = &o->iov[off],
+		.desc = &o->desc[off],
+		.iov_count = (size_t)niov,
+		.addr = (fi_addr_t)dest,
+		.rma_iov = &rma,
+		.rma_iov_count = 1,
+		.context = &o->ctx[sub],
+	};
+	/* Delivery complete: lnx completes a write once the data is in the
+	 * target's memory, as its target-executed writes do. */
+	return fi_writemsg(t->ep, &m, FI_COMPLETION | FI_DELIVERY_COMPLETE);
+}
+
 ssize_t lnx_tp_recv(struct lnx_tp *t, uint32_t op, void *buf, size_t len)
 {
 	struct lnx_op *o = &t->ops[op];

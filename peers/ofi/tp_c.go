@@ -246,6 +246,11 @@ func (k *core) readv(op uint32, sub, off, niov int, src, addr, key uint64) int {
 		C.uint64_t(addr), C.uint64_t(key)))
 }
 
+func (k *core) writev(op uint32, sub, off, niov int, dest, addr, key uint64) int {
+	return int(C.lnx_tp_writev(k.c, C.uint32_t(op), C.int(sub), C.int(off), C.int(niov), C.uint64_t(dest),
+		C.uint64_t(addr), C.uint64_t(key)))
+}
+
 func (k *core) recv(op uint32, buf unsafe.Pointer, n int) int {
 	return int(C.lnx_tp_recv(k.c, C.uint32_t(op), buf, C.size_t(n)))
 }

@@ -19,6 +19,7 @@ const (
 	kPull         // rendezvous receive: data on sub 0, CTS on sub 1
 	kCtl          // control message (CTS of a Discard, PING): sub 0
 	kTE           // receive of one peer's tagged eager messages (tp_tagged.go): sub 0
+	kRMA          // native one-sided write or read (tp_rma.go): sub 0
 )
 
 // Phases of the logical operation.
@@ -50,7 +51,7 @@ type op struct {
 	heap    unsafe.Pointer
 	cancel  int64 // kPull: when the receive was cancelled (0: not)
 	probe   bool  // kCtl: a liveness probe
-	read    bool  // kPull: reads the data (RMA) from raddr/rkey
+	read    bool  // kPull: reads the data (RMA) from raddr/rkey; kRMA: a read
 	split   bool  // kPull: receives a split message's data (no CTS)
 	raddr   uint64
 	rkey    uint64
@@ -199,6 +200,8 @@ func (t *Transport) post(idx uint32, sub int) int {
 			return t.k.sendv(idx, 0, 0, 1, o.peer.fiAddr)
 		}
 		return t.k.tsendv(idx, 1, 1, o.dn, o.peer.fiAddr, o.rtag)
+	case kRMA:
+		return t.postRMA(o, idx)
 	case kPull:
 		if sub == 0 && o.read {
 			return t.k.readv(idx, 0, 1, o.niov, o.peer.fiAddr, o.raddr, o.rkey)
@@ -302,7 +305,7 @@ func (t *Transport) postFailed(idx uint32, sub int, ret int) {
 		t.stats.CoreErrors++
 		t.report(o.peer.id, fmt.Errorf("tagged eager receive lost: %w", err))
 		t.dropTE(idx)
-	case kRndv:
+	case kRndv, kRMA:
 		t.finishSend(idx, err)
 	case kPull:
 		if sub == 0 && o.phase == phPull {

@@ -110,6 +110,8 @@ func (t *Transport) dispatch(i int) {
 		tag, data := t.k.evTagData(i)
 		t.onTE(idx, errno, provErr, n, tag, data)
 		return
+	case kRMA:
+		t.onRMA(idx, errno, provErr)
 	case kEager:
 		p := o.peer
 		if errno != 0 {
@@ -532,7 +534,7 @@ func (t *Transport) peerGone(p *Peer, why error) {
 			continue
 		}
 		switch o.kind {
-		case kEager, kRndv:
+		case kEager, kRndv, kRMA:
 			t.finishSend(uint32(i), gone)
 		case kPull:
 			if o.phase != phPull {

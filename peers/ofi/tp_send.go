@@ -326,7 +326,7 @@ func (t *Transport) finishSend(idx uint32, err error) {
 	if o.phase == phDone {
 		return
 	}
-	if o.kind == kEager || o.kind == kRndv {
+	if o.kind == kEager || o.kind == kRndv || o.kind == kRMA {
 		if err != nil && o.pending != 0 {
 			t.stats.Abandoned++
 		}

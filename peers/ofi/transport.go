@@ -342,6 +342,7 @@ type Stats struct {
 	SplitSends      uint64 // sends of a header and a tagged data message at once (split)
 	TaggedEager     uint64 // sends as one tagged core message, header in tag and CQ data (tp_tagged.go)
 	Reads           uint64 // pulls done by reading the sender's buffer
+	RMAOps          uint64 // native one-sided writes and reads posted (tp_rma.go)
 	ReadRegFailures uint64 // RTS-read not possible: the core refused to register the data
 	LeakedCloses    uint64 // Close left the core endpoint open (see Close)
 	LivenessChecks  uint64 // connections made to a refusing peer's listener (tp_alive.go)
@@ -409,6 +410,10 @@ type Transport struct {
 	rfree    []*Rendezvous
 	arr      Arrival
 	nextTag  uint64
+
+	// Native one-sided operations (tp_rma.go): whether the core writes
+	// and reads remote memory.
+	canWrite, canReadRMA bool
 
 	t0       time.Time
 	now      int64 // refreshed by Poll
@@ -523,6 +528,7 @@ func newTransport(d *Domain, cfg Config) (*Transport, error) {
 		t0:       time.Now(),
 		nextTag:  1,
 	}
+	t.canWrite, t.canReadRMA = d.canWrite(), rma
 	// Tagged eager messages need the core's tagged receives directed at
 	// a source and 8 bytes of CQ data (the caller's tag).
 	t.te = !cfg.NoTaggedEager && cfg.SplitMax > cfg.EagerMax && k.cqData() >= 8
@@ -720,8 +726,9 @@ func (t *Transport) Close() error {
 		}
 		inflight := false
 		for i := range t.ops {
-			// (An RMA read too: rxm 1.17 crashes in fi_close under one.)
-			if o := &t.ops[i]; o.kind == kPull && o.pending&1 != 0 {
+			// (An RMA read too: rxm 1.17 crashes in fi_close under one;
+			// native one-sided operations wait the same way.)
+			if o := &t.ops[i]; (o.kind == kPull || o.kind == kRMA) && o.pending&1 != 0 {
 				inflight = true
 				break
 			}

@@ -320,6 +320,41 @@ static void iov_b(struct peer *p, void *arg)
 	win_close(&w);
 }
 
+/* The target closes its MR and registers the same memory again under the
+ * same requested key: a key the initiator used before (and whose network
+ * core key lnx may have cached) must reach the new registration. */
+static void rereg_a(struct peer *p, void *arg)
+{
+	uint8_t buf[256];
+	for (int round = 0; round < 2; round++) {
+		struct rwin r = win_learn(p, 1);
+		for (int i = 0; i < 3; i++) {
+			fill_pattern(buf, sizeof(buf), 60 + round * 3 + i);
+			POST(p->l.cq, fi_write(p->l.ep, buf, sizeof(buf), NULL, peer_addr(p),
+					       r.addr + 64, r.key, buf));
+			wait_op(p, buf, FI_RMA | FI_WRITE, "write");
+		}
+		barrier(p);
+	}
+}
+
+static void rereg_b(struct peer *p, void *arg)
+{
+	struct win w;
+	win_reg(p, &w, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE, 31);
+	win_tell(p, 0, &w);
+	barrier(p);
+	EXPECT_PATTERN(w.buf + 64, 256, 62);
+	CHECK(fi_close(&w.mr->fid));
+	CHECK(fi_mr_reg(p->l.domain, w.buf, w.len, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 31, 0,
+			&w.mr, NULL));
+	w.key = fi_mr_key(w.mr);
+	win_tell(p, 0, &w);
+	barrier(p);
+	EXPECT_PATTERN(w.buf + 64, 256, 65);
+	win_close(&w);
+}
+
 /* Both ranks write into each other's windows at once: each is initiator
  * and target, progressing the other's requests while waiting for its own. */
 static void both(struct peer *p, void *arg)
@@ -454,6 +489,12 @@ static const struct subtest cases[] = {
 	{ .name = "bad", .a = bad_a, .b = bad_b, .opt_caps = RMA_CAPS },
 	{ .name = "iov", .a = iov_a, .b = iov_b, .opt_caps = RMA_CAPS },
 	{ .name = "both", .a = both, .b = both, .opt_caps = RMA_CAPS },
+	/* Requested keys (no FI_MR_PROV_KEY): the same key comes back. */
+	{ .name = "rereg",
+	  .a = rereg_a,
+	  .b = rereg_b,
+	  .opt_caps = RMA_CAPS,
+	  .mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED },
 	/* 0-based addressing: no FI_MR_VIRT_ADDR in the domain. */
 	{ .name = "sizes_offset",
 	  .a = sizes_a,

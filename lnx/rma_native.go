@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
+package lnx
+
+import (
+	"errors"
+	"unsafe"
+
+	"github.com/lnx-go/lnx-go/internal/fi"
+	"github.com/lnx-go/lnx-go/lnx/logging"
+	"github.com/lnx-go/lnx-go/peers/ofi"
+)
+
+// Native one-sided operations. Toward a network peer, a write or read of
+// host memory goes as the network core's own RMA (fi_writev/fi_readv on
+// the core endpoint) once the initiator knows the core key under which
+// the target registered the MR with that core. lnx's key stays the only
+// key the application sees, valid on every core: the target keeps its
+// per-core registrations in its MR map (MR.core), and the initiator
+// learns the core key of a (network peer, lnx key) once, then caches it:
+//
+//   - The first request of any kind to a (peer, key) the initiator knows
+//     nothing about carries rfWantKey; it is executed by the target as
+//     always. The target answers rfWantKey, before the request's own
+//     answer and on the same connection, with an rmaKeyInfo message: the
+//     core key of the MR on the core that carried the request, the MR's
+//     base address and length, and which of FI_REMOTE_WRITE and
+//     FI_REMOTE_READ the initiator may carry natively (none for device
+//     memory, MRs of several pieces, FI_RMA_EVENT MRs, or access the
+//     target must count: an endpoint with a remote-write or remote-read
+//     counter bound).
+//   - Later writes and reads to that key check the range against the
+//     cached MR bounds (a range outside goes the target-executed way,
+//     which reports the error) and go on the core. Their completion is
+//     the core's; the initiator's CQ entry and counter come from it.
+//   - A native operation that fails forgets the entry (the target may
+//     have closed the MR; the next operation asks again).
+//
+// A target MR whose core key was handed out keeps no idle core
+// registration when it closes (the cache drops it), so a stale cached
+// key no longer opens the memory at the core.
+//
+// Writes with remote CQ data, atomics, device buffers on the initiator
+// and every operation toward shm peers keep the target-executed path
+// (rma.go). FI_LNX_NATIVE_RMA=0 turns the native path off.
+
+// rmaKeyInfo is the kind of a target's key message (rmaHdr: key is lnx's
+// key, data the core key, addr and len the MR bounds, count the access
+// the initiator may carry natively).
+const rmaKeyInfo = 5
+
+// rfWantKey (request flag): the initiator wants the target's core key.
+const rfWantKey = 1 << 4
+
+type natKey struct {
+	peer *ofi.Peer
+	key  uint64
+}
+
+type natEnt struct {
+	coreKey, base, len, allow uint64
+}
+
+// natOp is a native operation in flight, by its transport send id.
+type natOp struct {
+	id    uint64 // the rmaOp
+	k     natKey
+	retry *RMAOp // the operation again, should the core fail it
+	flags uint64
+}
+
+// nativeOK reports whether op may go natively toward p at all.
+func (e *Endpoint) nativeOK(op *RMAOp, p rmaPeer, flags uint64, dev bool) bool {
+	return p.net != nil && !op.Atomic && !dev && flags&fi.REMOTE_CQ_DATA == 0 && op.length() > 0 &&
+		e.Domain.cfg.NativeRMA
+}
+
+// rmaNative posts op natively if the initiator knows the target's core
+// key; want is true when the request should ask for it instead.
+func (e *Endpoint) rmaNative(op *RMAOp, p rmaPeer, o *rmaOp, flags uint64) (posted, want bool, err error) {
+	s := e.rma
+	k := natKey{p.net, op.Key}
+	ent, ok := s.keys[k]
+	if !ok {
+		if s.asked[k] {
+			return false, false, nil
+		}
+		return false, true, nil
+	}
+	if s.slow[p.net] > 0 || len(s.out) > 0 {
+		// Earlier operations to this target are still on their way
+		// through lnx's messaging: this one must not overtake them.
+		return false, false, nil
+	}
+	write, read, virt := p.t.CanRMA()
+	need := fi.REMOTE_WRITE
+	if op.Read {
+		need = fi.REMOTE_READ
+	}
+	if ent.allow&need == 0 || (op.Read && !read) || (!op.Read && !write) {
+		return false, false, nil
+	}
+	size := op.length()
+	off := op.RAddr
+	if e.Domain.Info.Domain.MRMode&fi.MR_VIRT_ADDR != 0 {
+		if off < ent.base {
+			return false, false, nil
+		}
+		off -= ent.base
+	}
+	if off > ent.len || size > ent.len-off {
+		return false, false, nil // the target reports the error
+	}
+	raddr := off
+	if virt {
+		raddr = ent.base + off
+	}
+	iov := make([][]byte, 0, op.N)
+	var mrs []*ofi.MR
+	if op.Inject {
+		o.keep = make([]byte, size)
+		gatherHost(o.keep, op.Iov())
+		iov = append(iov, o.keep)
+	} else {
+		for i, b := range op.Iov() {
+			iov = append(iov, b.bytes())
+			if op.MRs[i] != nil {
+				if mrs == nil {
+					mrs = make([]*ofi.MR, op.N)
+				}
+				mrs[i] = op.MRs[i].coreMR(p.ti)
+			}
+		}
+	}
+	e.nextSend++
+	sid := e.nextSend
+	s.next++
+	id := s.next
+	if err := p.t.RMA(p.net, !op.Read, iov, mrs, raddr, ent.coreKey, sid); err != nil {
+		if errors.Is(err, ofi.ErrAgain) {
+			return false, false, fi.EAGAIN
+		}
+		logging.Debugf(logging.EPData, "native one-sided operation not posted (%v): the target executes it", err)
+		return false, false, nil
+	}
+	o.peer, o.native = p, true
+	p.t.Watch(p.net)
+	s.ops[id] = o
+	// Kept to go again the target-executed way should the core fail it
+	// (a core key gone stale: the target re-registered the key); inject
+	// data from the copy.
+	again := *op
+	if op.Inject {
+		again.IovBuf[0], again.N = Buf{Ptr: unsafe.Pointer(unsafe.SliceData(o.keep)), Len: size}, 1
+		again.MRs = [MaxIov]*MR{}
+	}
+	s.native[sid] = natOp{id: id, k: k, retry: &again, flags: flags}
+	st := &e.stats[kindNet]
+	if op.Read {
+		st.rmaReads++
+	} else {
+		st.rmaWrites++
+	}
+	st.rmaNative++
+	st.rmaBytes += size
+	e.netBusy()
+	return true, false, nil
+}
+
+// rmaNativeDone completes a native operation (onSendDone's ids).
+func (e *Endpoint) rmaNativeDone(sid uint64, err error) bool {
+	s := e.rma
+	if s == nil {
+		return false
+	}
+	n, ok := s.native[sid]
+	if !ok {
+		return false
+	}
+	delete(s.native, sid)
+	if err != nil {
+		delete(s.keys, n.k)
+		delete(s.asked, n.k)
+		if o := s.ops[n.id]; o != nil && n.retry != nil && !n.k.peer.Gone() {
+			// The target executes it instead, and reports what is
+			// wrong with it, if anything.
+			logging.Debugf(logging.EPData, "native one-sided operation failed (%v): the target executes it", err)
+			var kinds [MaxIov]memKind
+			if e.rmaStart(n.retry, n.flags, n.retry.length(), false, &kinds, nil, true) == nil {
+				delete(s.ops, n.id)
+				o.peer.t.Unwatch(o.peer.net)
+				return true
+			}
+		}
+	}
+	e.rmaDone(n.id, codeOf(err))
+	return true
+}
+
+// rmaSendKeyInfo tells an initiator on the network how the core that
+// carried its request knows the MR of key h.key (target side).
+func (e *Endpoint) rmaSendKeyInfo(p rmaPeer, key uint64) {
+	i := rmaHdr{kind: rmaKeyInfo, key: key}
+	d := e.Domain
+	d.keys.mu.Lock()
+	m := d.keys.remote[key]
+	// Only keys lnx picks (FI_MR_PROV_KEY), which it never reuses: an
+	// application's requested key may come back on other memory, and a
+	// core key gone stale is worse than refused by tcp;ofi_rxm, which
+	// drops the connection over it ("invalid rma iov").
+	if m != nil && d.provKey() && !m.closed.Load() && !m.IsDevice() && m.segs == nil && !m.rmaEvent && m.len > 0 {
+		if r := m.coreMR(p.ti); r != nil {
+			i.data, i.addr, i.len = r.Key(), uint64(m.base), m.len
+			i.count = m.Access & remoteAccess
+			if e.cntrs[fi.REMOTE_WRITE] != nil {
+				i.count &^= fi.REMOTE_WRITE
+			}
+			if e.cntrs[fi.REMOTE_READ] != nil {
+				i.count &^= fi.REMOTE_READ
+			}
+			if i.count != 0 {
+				m.core.exported.Store(true)
+				e.rmaExported = true
+			}
+		}
+	}
+	d.keys.mu.Unlock()
+	b := make([]byte, rmaHdrLen)
+	i.put(b)
+	e.rmaSend(rmaOut{p: p, hdr: msgHdr{Flags: hdrRMA}, iov: [][]byte{b}})
+}
+
+// rmaLearnKey caches a target's key message (initiator side).
+func (e *Endpoint) rmaLearnKey(p rmaPeer, h *rmaHdr) {
+	if p.net == nil {
+		return
+	}
+	k := natKey{p.net, h.key}
+	e.rma.keys[k] = natEnt{coreKey: h.data, base: h.addr, len: h.len, allow: h.count}
+	logging.Debugf(logging.EPData, "one-sided key %#x at network peer: core key %#x, %d bytes at %#x, native access %#x",
+		h.key, h.data, h.len, h.addr, h.count)
+	delete(e.rma.asked, k)
+}
