@@ -30,9 +30,7 @@ int dev_reg(struct fid_domain *dom, void *buf, size_t n, struct fid_mr **mr);
 /* The emulated device's count of IPC mappings open in this process. */
 long dev_ipc_maps(void);
 /* One of the emulated device's counters (hmem/emu/emu.c, emu_counter);
- * -1 on a real runtime. */
+ * -1 on a real runtime or before dev_init. */
 long dev_counter(const char *name);
-/* Whether dev_init has loaded the runtime in this process. */
-int dev_loaded(void);
 
 #endif

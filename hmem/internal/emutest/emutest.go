@@ -274,14 +274,19 @@ func Run(t *testing.T, tg Target) {
 			t.Errorf("DeviceCount() = %d, want 3", n)
 		}
 	})
-	emu := origin{}
-	t.Run("Classify", func(t *testing.T) { testClassify(t, tg, emu) })
-	t.Run("RoundTrip1MiB", func(t *testing.T) { testRoundTrip(t, tg, emu) })
-	t.Run("DeviceToDevice", func(t *testing.T) { testDtoD(t, tg, emu) })
 	t.Run("BadCopies", func(t *testing.T) { testBadCopies(t, tg) })
-	t.Run("CPUAccessFaults", func(t *testing.T) { testFault(t, tg, emu) })
-	t.Run("IPC", func(t *testing.T) { testIPC(t, tg, emu) })
-	t.Run("PinHost", func(t *testing.T) { testPinHost(t, tg, emu) })
+	runDriverChecks(t, tg, origin{})
+}
+
+// runDriverChecks runs the checks that hold for any driver, the emulator
+// or a real one.
+func runDriverChecks(t *testing.T, tg Target, o origin) {
+	t.Run("Classify", func(t *testing.T) { testClassify(t, tg, o) })
+	t.Run("RoundTrip1MiB", func(t *testing.T) { testRoundTrip(t, tg, o) })
+	t.Run("DeviceToDevice", func(t *testing.T) { testDtoD(t, tg, o) })
+	t.Run("CPUAccessFaults", func(t *testing.T) { testFault(t, tg, o) })
+	t.Run("IPC", func(t *testing.T) { testIPC(t, tg, o) })
+	t.Run("PinHost", func(t *testing.T) { testPinHost(t, tg, o) })
 }
 
 // RunReal runs the checks that hold for any driver against the real
@@ -298,13 +303,7 @@ func RunReal(t *testing.T, tg Target, path string) {
 		t.Skipf("%s: %s", path, r.Reason())
 	}
 	t.Logf("%s: %s available with %d devices", path, r.Name(), r.DeviceCount())
-	real := origin{real: path}
-	t.Run("Classify", func(t *testing.T) { testClassify(t, tg, real) })
-	t.Run("RoundTrip1MiB", func(t *testing.T) { testRoundTrip(t, tg, real) })
-	t.Run("DeviceToDevice", func(t *testing.T) { testDtoD(t, tg, real) })
-	t.Run("CPUAccessFaults", func(t *testing.T) { testFault(t, tg, real) })
-	t.Run("IPC", func(t *testing.T) { testIPC(t, tg, real) })
-	t.Run("PinHost", func(t *testing.T) { testPinHost(t, tg, real) })
+	runDriverChecks(t, tg, origin{real: path})
 }
 
 // testPinHost: mmap'd host memory pins once (a second pin of the same
