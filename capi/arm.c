@@ -22,15 +22,18 @@ static int lnx_arm_takes(const struct lnx_arm *a, uint64_t hflags, uint64_t tag,
 	return a->src == FI_ADDR_UNSPEC || a->src == src;
 }
 
-/* lnx_arm_done completes the armed receive with a message already copied
- * into its buffer (a->lock and cr->lock held, room reserved). */
-static void lnx_arm_done(struct lnx_arm *a, struct lnx_cring *cr, uint64_t hflags, uint64_t size,
-			 uint64_t data, uint64_t tag, uint64_t src)
+/* lnx_arm_done completes the armed receive with a message from core (0 shm,
+ * 1 network) already copied into its buffer (a->lock and cr->lock held,
+ * room reserved). */
+static void lnx_arm_done(struct lnx_arm *a, struct lnx_cring *cr, int core, uint64_t hflags,
+			 uint64_t size, uint64_t data, uint64_t tag, uint64_t src)
 {
 	int tagged = (hflags & LNX_HDR_TAGGED) != 0, has_data = (hflags & LNX_HDR_DATA) != 0;
 	if (!a->c_armed)
 		a->go_done = 1;
 	__atomic_store_n(&a->on, 0, __ATOMIC_RELEASE);
+	a->done_msgs[core]++;
+	a->done_bytes[core] += size;
 	lnx_cring_put(cr, a->ctx, a->buf,
 		      FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (has_data ? FI_REMOTE_CQ_DATA : 0),
 		      size, has_data ? data : 0, tag, src);
@@ -52,7 +55,7 @@ static int lnx_arm_take_net(struct lnx_arm *a)
 	if (m.size)
 		memcpy(a->buf, m.payload, m.size);
 	lnx_tp_consume(t);
-	lnx_arm_done(a, a->cring, m.flags, m.size, m.data, m.tag, a->net_src);
+	lnx_arm_done(a, a->cring, 1, m.flags, m.size, m.data, m.tag, a->net_src);
 	return 1;
 }
 
@@ -102,7 +105,7 @@ int lnx_arm_take(struct lnx_gate *g)
 			memcpy(a->buf, (const char *)rec + LNX_REC_HDR, size);
 		r->head += need;
 		__atomic_store_n((uint64_t *)r->fwd_head, r->head, __ATOMIC_RELEASE);
-		lnx_arm_done(a, a->cring, hflags, size, rec->data, rec->tag, r->src);
+		lnx_arm_done(a, a->cring, 0, hflags, size, rec->data, rec->tag, r->src);
 		ret = 1;
 	}
 	if (ret == 0 && a->net)

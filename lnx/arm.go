@@ -37,10 +37,12 @@ import (
 
 // armable tells refreshFast whether an endpoint that may queue receives
 // in C may also arm one: what C's completion leaves out (a receive
-// counter, default receive flags, statistics) must not be needed.
+// counter, default receive flags other than FI_COMPLETION) must not be
+// needed. FI_COMPLETION alone is what Open MPI sets, with selective
+// completion: every receive then completes, as C's do. C counts what it
+// completes for the statistics (armMem.doneMsgs).
 func (e *Endpoint) armable() bool {
-	return e.someCoreLends() && e.cntrs[fi.RECV] == nil && e.rxFlags == 0 && !e.cfg().DumpStats &&
-		e.cfg().ArmRecv
+	return e.someCoreLends() && e.cntrs[fi.RECV] == nil && e.rxFlags&^fi.COMPLETION == 0 && e.cfg().ArmRecv
 }
 
 // someCoreLends reports whether a core can be lent with an armed receive
@@ -123,9 +125,10 @@ func (e *Endpoint) arm() bool {
 	a.src, a.tag, a.ignore = r.rec.Src, r.rec.Tag, r.rec.Ignore
 	a.cArmed, a.goDone, a.desc = 0, 0, 0
 	// C may arm the next receive itself unless its completion would
-	// depend on flags fi_recv does not carry (selective completion).
+	// depend on flags fi_recv does not carry (selective completion, unless
+	// FI_COMPLETION is among the default receive flags).
 	a.rearm, a.directed = 0, 0
-	if e.canRearm && !e.rxSel {
+	if e.canRearm && (!e.rxSel || e.rxFlags&fi.COMPLETION != 0) {
 		a.rearm = 1
 	}
 	if e.Info.Caps&fi.DIRECTED_RECV != 0 || e.Info.Caps == 0 {
@@ -171,6 +174,12 @@ func (e *Endpoint) disarm() {
 		heads[i] = a.r[i].head
 	}
 	a.net = 0
+	for k := range a.doneMsgs {
+		e.stats[k].rxMsgs += a.doneMsgs[k]
+		e.stats[k].rxBytes += a.doneBytes[k]
+		e.stats[k].rxByC += a.doneMsgs[k]
+		a.doneMsgs[k], a.doneBytes[k] = 0, 0
+	}
 	atomic.StoreUint32(&a.lock, 0)
 	for _, c := range e.cores {
 		switch c := c.(type) {

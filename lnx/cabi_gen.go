@@ -120,7 +120,13 @@ type armMem struct {
 	cArmed   uint32  // C: the receive armed is one C posted
 	goDone   uint32  // C: C completed the receive Go armed
 	desc     uintptr // C: the C-posted receive's descriptor (lnx MR handle or 0)
-	r        [ArmRings]armRing
+
+	// Receives C completed and their bytes, by core (0 shm, 1 network),
+	// under lock; Go adds them to its statistics and clears them when it
+	// takes the rings back.
+	doneMsgs  [2]uint64
+	doneBytes [2]uint64
+	r         [ArmRings]armRing
 }
 
 // fastMem mirrors struct lnx_fast: an endpoint's C fast paths (fast.go), in C

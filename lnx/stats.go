@@ -19,6 +19,7 @@ const (
 type coreStats struct {
 	txMsgs, txBytes, rxMsgs, rxBytes, errors uint64
 	reordered                                uint64 // PER_MSG arrivals held back for an earlier one
+	rxByC                                    uint64 // of rxMsgs, those lnx's C layer completed (armed receives)
 	// One-sided operations this endpoint initiated over the core (and
 	// the bytes they address at the target), and requests it executed
 	// as a target.
@@ -51,8 +52,12 @@ func (e *Endpoint) dumpStats(w io.Writer) {
 			rma = fmt.Sprintf(", one-sided: %d writes %d reads %d atomics %d bytes initiated%s, %d executed as target",
 				s.rmaWrites, s.rmaReads, s.rmaAtomics, s.rmaBytes, native, s.rmaServed)
 		}
-		fmt.Fprintf(w, "lnx: pid %d link %s core %s: tx %d msgs %d bytes, rx %d msgs %d bytes, %d errors, %d reordered%s\n",
-			os.Getpid(), e.Domain.Link.Name(), names[k], s.txMsgs, s.txBytes, s.rxMsgs, s.rxBytes, s.errors, s.reordered, rma)
+		var byC string
+		if s.rxByC > 0 {
+			byC = fmt.Sprintf(", %d received in C", s.rxByC)
+		}
+		fmt.Fprintf(w, "lnx: pid %d link %s core %s: tx %d msgs %d bytes, rx %d msgs %d bytes, %d errors, %d reordered%s%s\n",
+			os.Getpid(), e.Domain.Link.Name(), names[k], s.txMsgs, s.txBytes, s.rxMsgs, s.rxBytes, s.errors, s.reordered, byC, rma)
 	}
 	for _, c := range e.cores {
 		c.writeStats(w)

@@ -203,6 +203,10 @@ struct lnx_arm {
 	uint32_t c_armed;  /* C: the receive armed is one C posted */
 	uint32_t go_done;  /* C: C completed the receive Go armed */
 	uintptr_t desc;	   /* C: the C-posted receive's descriptor (lnx MR handle or 0) */
+	/* Receives C completed and their bytes, by core (0 shm, 1 network),
+	 * under lock; Go adds them to its statistics and clears them when it
+	 * takes the rings back. */
+	uint64_t done_msgs[2], done_bytes[2];
 	struct lnx_arm_ring r[LNX_ARM_RINGS];
 };
 struct lnx_fast {

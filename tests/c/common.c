@@ -223,6 +223,10 @@ void lnx_open(struct lnx *l, const struct lnx_opts *o)
 	if (o->domain)
 		l->hints->domain_attr->name = strdup(o->domain);
 	l->hints->domain_attr->av_type = o->av_type ? o->av_type : FI_AV_TABLE;
+	if (o->selective) {
+		l->hints->tx_attr->op_flags |= FI_COMPLETION;
+		l->hints->rx_attr->op_flags |= FI_COMPLETION;
+	}
 	CHECK(lnx_getinfo(l->hints, &l->info));
 	EXPECT(l->info != NULL, "fi_getinfo succeeded with an empty list");
 	if (getenv("LNX_TEST_LINKED")) {
@@ -271,7 +275,8 @@ void lnx_open(struct lnx *l, const struct lnx_opts *o)
 
 	CHECK(fi_endpoint(l->domain, l->info, &l->ep, NULL));
 	CHECK(fi_ep_bind(l->ep, &l->av->fid, 0));
-	CHECK(fi_ep_bind(l->ep, &l->cq->fid, FI_TRANSMIT | FI_RECV));
+	CHECK(fi_ep_bind(l->ep, &l->cq->fid,
+			 FI_TRANSMIT | FI_RECV | (o->selective ? FI_SELECTIVE_COMPLETION : 0)));
 	if (o->counters) {
 		/* counters == 2: the one-sided events too (FI_RMA_EVENT). */
 		CHECK(fi_ep_bind(l->ep, &l->tx_cntr->fid,

@@ -146,6 +146,9 @@ struct lnx_opts {
 	int counters;		     /* open and bind a send and a recv counter;
 				      2: also FI_WRITE|FI_READ on the send one and
 				      FI_REMOTE_WRITE|FI_REMOTE_READ on the recv one */
+	int selective;		     /* as Open MPI's ofi MTL: FI_COMPLETION as the default
+				      transmit and receive op flags, and the CQ bound
+				      with FI_SELECTIVE_COMPLETION */
 	int distinct_nodes;	     /* harness: give each rank its own FI_LNX_NODE_ID
 				      so lnx treats peers as remote (network core);
 				      n > 1: n consecutive ranks share a node */
