@@ -233,7 +233,7 @@ func (e *Endpoint) armAfterCQRead(q *CQ, w *watchSet) {
 	if !e.enabled || e.rxCQ != q || e.needsLocalPoll() || !e.arm() {
 		return
 	}
-	w.n, w.busy, w.net, w.lent, w.slow, w.armLater = 0, false, false, false, false, nil
+	w.reset()
 	e.watchPaced(w)
 	e.watchArmed(w)
 	q.mu.Lock()
@@ -263,5 +263,6 @@ func (e *Endpoint) watchArmed(w *watchSet) {
 func (e *Endpoint) watchPaced(w *watchSet) {
 	if e.local < len(e.cores) {
 		w.net = true
+		w.addDue(e.t0Mono + int64(e.netLast+e.netGap()))
 	}
 }

@@ -46,6 +46,9 @@ type gateMem struct {
 	// Go: struct lnx_arm * of the endpoint whose receive C may complete
 	// (0: none)
 	arm uintptr
+	// Go: CLOCK_MONOTONIC ns before which a run of skip_max idle answers
+	// does not enter Go (a quiet network core's next poll; 0: no clock)
+	due uint64
 	w   [GateWatches]gateWatch
 }
 

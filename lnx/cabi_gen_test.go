@@ -20,7 +20,7 @@ func TestCLayout(t *testing.T) {
 		what      string
 		got, want uintptr
 	}{
-		{"sizeof(struct lnx_gate)", unsafe.Sizeof(gateMem{}), 808},
+		{"sizeof(struct lnx_gate)", unsafe.Sizeof(gateMem{}), 816},
 		{"offsetof(struct lnx_gate, pending)", unsafe.Offsetof(gateMem{}.pending), 0},
 		{"sizeof(struct lnx_gate.pending)", unsafe.Sizeof(gateMem{}.pending), 4},
 		{"offsetof(struct lnx_gate, open)", unsafe.Offsetof(gateMem{}.open), 4},
@@ -39,7 +39,9 @@ func TestCLayout(t *testing.T) {
 		{"sizeof(struct lnx_gate.posts)", unsafe.Sizeof(gateMem{}.posts), 4},
 		{"offsetof(struct lnx_gate, arm)", unsafe.Offsetof(gateMem{}.arm), 32},
 		{"sizeof(struct lnx_gate.arm)", unsafe.Sizeof(gateMem{}.arm), 8},
-		{"offsetof(struct lnx_gate, w)", unsafe.Offsetof(gateMem{}.w), 40},
+		{"offsetof(struct lnx_gate, due)", unsafe.Offsetof(gateMem{}.due), 40},
+		{"sizeof(struct lnx_gate.due)", unsafe.Sizeof(gateMem{}.due), 8},
+		{"offsetof(struct lnx_gate, w)", unsafe.Offsetof(gateMem{}.w), 48},
 		{"sizeof(struct lnx_gate.w)", unsafe.Sizeof(gateMem{}.w), 768},
 		{"sizeof(struct lnx_gate_watch)", unsafe.Sizeof(gateWatch{}), 24},
 		{"offsetof(struct lnx_gate_watch, p)", unsafe.Offsetof(gateWatch{}.p), 0},

@@ -212,7 +212,7 @@ func (q *CQ) PushErr(c Completion) {
 func (q *CQ) progress() {
 	if q.scratchMu.TryLock() {
 		w := &q.scratch
-		w.n, w.busy, w.net, w.lent, w.slow, w.armLater = 0, false, false, false, false, nil
+		w.reset()
 		q.collect(w)
 		q.scratchMu.Unlock()
 		return
@@ -250,7 +250,7 @@ func (q *CQ) Read(out []Completion, timeout int) (int, fi.Errno) {
 	}
 	var bo backoff
 	for {
-		w.n, w.busy, w.net, w.lent, w.slow, w.armLater = 0, false, false, false, false, nil
+		w.reset()
 		q.collect(w)
 		q.mu.Lock()
 		q.gate.publish(w)

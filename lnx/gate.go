@@ -4,7 +4,10 @@ package lnx
 
 import (
 	"sync/atomic"
+	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lnx-go/lnx-go/shm"
 )
@@ -16,7 +19,10 @@ import (
 // shm.Endpoint.IdleWords); C reads them and calls Go only when one changed,
 // when completions are queued, when Go asked to be called (open), or after
 // skipMax idle answers in a row (so that slower duties such as network
-// polls and housekeeping still run).
+// polls and housekeeping still run). With a network core Go polls on a
+// clock, Go also publishes when that core is next due (due): a run of
+// skipMax idle answers before then costs C one clock read, not a call
+// into Go.
 //
 // The memory is C's: struct lnx_gate in capi/include/lnx_capi.h, which
 // gateMem mirrors (generated, cabi_gen.go). Pointers are stored as
@@ -51,9 +57,10 @@ func (q *CQ) SetGate(p unsafe.Pointer) {
 // watchSet collects the words one Read's progress left to watch.
 type watchSet struct {
 	n    int
-	busy bool // some endpoint needs Go on every read
-	net  bool // some endpoint has a network core
-	lent bool // ... which C polls itself (netCore.lend)
+	busy bool  // some endpoint needs Go on every read
+	net  bool  // some endpoint has a network core
+	lent bool  // ... which C polls itself (netCore.lend)
+	due  int64 // CLOCK_MONOTONIC ns when the first quiet network core is due (0: none)
 	// slow: C let this read into Go only because it had answered idle
 	// skipMax times in a row; endpoints run their slower duties.
 	slow bool
@@ -63,6 +70,32 @@ type watchSet struct {
 	kicks    uint32
 	words    [GateWatches]shm.Word
 }
+
+// reset empties w for another collection (its kicks stay).
+func (w *watchSet) reset() {
+	w.n, w.busy, w.net, w.lent, w.slow, w.armLater, w.due = 0, false, false, false, false, nil, 0
+}
+
+// addDue notes that a quiet network core is due at t (monoNs).
+func (w *watchSet) addDue(t int64) {
+	if w.due == 0 || t < w.due {
+		w.due = t
+	}
+}
+
+// Go's monotonic clock on CLOCK_MONOTONIC's scale, which C reads: the
+// gate's due is an absolute time.
+var (
+	monoStart = time.Now()
+	monoBase  = func() int64 {
+		var ts unix.Timespec
+		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+		return ts.Nano() - int64(time.Since(monoStart))
+	}()
+)
+
+// monoNs is t as CLOCK_MONOTONIC nanoseconds.
+func monoNs(t time.Time) int64 { return monoBase + int64(t.Sub(monoStart)) }
 
 // setPending records whether completions are queued (q.mu held). C takes
 // it as a hint and Go rechecks under q.mu, so a release store will do.
@@ -138,6 +171,13 @@ func (g *gate) publish(w *watchSet) {
 		skip = gateSkipNet
 	}
 	storeRelease32(&m.skipMax, skip)
+	due := uint64(0)
+	if w.net && !w.lent && w.due > 0 {
+		due = uint64(w.due)
+	}
+	if m.due != due {
+		atomic.StoreUint64(&m.due, due)
+	}
 	storeRelease32(&m.seq, seq+2)
 	if m.open != 0 {
 		storeRelease32(&m.open, 0)

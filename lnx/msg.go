@@ -926,18 +926,22 @@ func (e *Endpoint) netDue() bool {
 		e.netHot--
 		return true
 	}
-	// A target whose memory network peers access with the core's own
-	// RMA sees nothing of it (the core serves those accesses when it is
-	// polled, and reports none): its quiet gap is netRMAGap instead.
-	gap := netQuietGap
-	if e.rmaExported {
-		gap = netRMAGap
-	}
-	if now := time.Since(e.t0); now-e.netLast >= gap {
+	if now := time.Since(e.t0); now-e.netLast >= e.netGap() {
 		e.netLast = now
 		return true
 	}
 	return false
+}
+
+// netGap is how long a quiet network core goes unpolled. A target whose
+// memory network peers access with the core's own RMA sees nothing of it
+// (the core serves those accesses when it is polled, and reports none):
+// its gap is netRMAGap.
+func (e *Endpoint) netGap() time.Duration {
+	if e.rmaExported {
+		return netRMAGap
+	}
+	return netQuietGap
 }
 
 // netBusy marks network activity: poll the network cores every time for a

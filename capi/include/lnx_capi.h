@@ -74,6 +74,9 @@ struct lnx_gate {
 			      Go has not taken yet (struct lnx_fast) */
 	uintptr_t arm;	   /* Go: struct lnx_arm * of the endpoint whose
 			      receive C may complete (0: none) */
+	uint64_t due;	   /* Go: CLOCK_MONOTONIC ns before which a run of
+			      skip_max idle answers does not enter Go (a
+			      quiet network core's next poll; 0: no clock) */
 	struct lnx_gate_watch w[LNX_GATE_WATCHES];
 };
 
