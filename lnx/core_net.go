@@ -38,12 +38,13 @@ func (c *netCore) close() error   { return c.t.Close() }
 func (c *netCore) idleWords(*watchSet)  {}
 func (c *netCore) armedWords(*watchSet) {}
 
-// poll polls the transport; arrivals, sends or pulls in flight keep the
-// network cadence hot.
+// poll polls the transport; arrivals, network sends or pulls in flight
+// keep the network cadence hot (a shm rendezvous awaiting its ack does
+// not: it would have the sockets polled on every call for nothing).
 func (c *netCore) poll() {
 	e := c.e
 	n := c.t.Poll(c.arrive, e.sendDone, e.pullDone)
-	if n > 0 || len(e.sends) > 0 || len(e.pulls) > 0 {
+	if n > 0 || e.netSends > 0 || len(e.pulls) > 0 {
 		e.netBusy()
 	}
 }

@@ -144,6 +144,7 @@ type epDevMem struct {
 	ipcOn    bool        // device sends over shm may go by IPC handle
 	acks     []pendingAck
 	ipcSends int // IPC sends awaiting their ack
+	netSends int // of sends, those a network core carries
 	ipcTick  int
 	ipcMaps  ipcCache // peers' allocations mapped here
 }

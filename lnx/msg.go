@@ -139,6 +139,7 @@ type sendCtx struct {
 	cq    bool      // write a CQ entry
 	stage []byte    // host copy of a device buffer, released at completion
 	ipc   *shm.Peer // IPC send: the receiver, watched until it acknowledges
+	net   bool      // carried by a network core (counted in netSends)
 }
 
 func (e *Endpoint) queue(tagged bool) *peers.Queue {
@@ -287,6 +288,10 @@ func (e *Endpoint) Send(op *Op) error {
 	if ipc {
 		s.ipc = rt.shm
 		e.ipcSends++
+	}
+	if rt.shm == nil {
+		s.net = true
+		e.netSends++
 	}
 	e.sends[id] = s
 	return nil
@@ -970,6 +975,9 @@ func (e *Endpoint) onSendDone(id uint64, err error) {
 	delete(e.sends, id)
 	if s.ipc != nil {
 		e.ipcSends--
+	}
+	if s.net {
+		e.netSends--
 	}
 	e.stage.put(s.stage)
 	e.completeSend(s.ctx, s.flags, s.cq, err)
