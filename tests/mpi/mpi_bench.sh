@@ -8,9 +8,11 @@
 # ratio to ob1's median. Latency ratios below 1 and bandwidth or rate
 # ratios above 1 favour lnx.
 #
-#   mpi_bench.sh [-r rounds] [-s sizes] [-x scale] [-n ranks] [-c cases] [-t tests] MPI_BENCH
+#   mpi_bench.sh [-r rounds] [-s sizes] [-x scale] [-n ranks] [-c cases] [-t tests] [-b dir] MPI_BENCH
 #
-# cases: a comma list of ob1, lnx_shm, lnx (default: all three). With 4
+# cases: a comma list of ob1, lnx_shm, lnx (default: all three), and with
+# -b dir (another build's library directory, to compare two builds in one
+# invocation) lnx_shm_base and lnx_base, the same over that library. With 4
 # ranks the two-pair message rate is measured too; -t picks tests of
 # lat,bw,bibw,pairs (default all). Environment:
 # FI_PROVIDER_PATH (holds liblnx-fi.so; required), MPIRUN, MPI_TIMEOUT
@@ -18,8 +20,8 @@
 # MTL on lnx (its verbose provider line) or the script fails. This is a
 # benchmark: nothing here judges the figures.
 set -u
-rounds=3 sizes=1,8,64,512,4k,32k,256k,1m,4m scale=1 np=2 cases=ob1,lnx_shm,lnx tests=lat,bw,bibw,pairs
-while getopts r:s:x:n:c:t: o; do
+rounds=3 sizes=1,8,64,512,4k,32k,256k,1m,4m scale=1 np=2 cases=ob1,lnx_shm,lnx tests=lat,bw,bibw,pairs base=
+while getopts r:s:x:n:c:t:b: o; do
 	case $o in
 	r) rounds=$OPTARG ;;
 	s) sizes=$OPTARG ;;
@@ -27,6 +29,7 @@ while getopts r:s:x:n:c:t: o; do
 	n) np=$OPTARG ;;
 	c) cases=$OPTARG ;;
 	t) tests=$OPTARG ;;
+	b) base=$OPTARG ;;
 	*) exit 2 ;;
 	esac
 done
@@ -56,16 +59,20 @@ echo "mpi_bench.sh: Open MPI $("$MPIRUN" --version 2>&1 | head -n 1 | grep -o '[
 fail=0
 for r in $(seq 1 "$rounds"); do
 	for c in ${cases//,/ }; do
+		lib=$FI_PROVIDER_PATH
+		case $c in
+		*_base) lib=${base:?mpi_bench.sh: case $c needs -b dir} ;;
+		esac
 		case $c in
 		ob1) opts=(--mca pml ob1 --mca btl "self,$sm") env=() ;;
-		lnx_shm) opts=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include lnx "${verbose[@]}")
+		lnx_shm | lnx_shm_base) opts=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include lnx "${verbose[@]}")
 			env=(-x FI_LNX_PROV_LINKS=shm) ;;
-		lnx) opts=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include lnx "${verbose[@]}")
+		lnx | lnx_base) opts=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include lnx "${verbose[@]}")
 			env=(-x FI_LNX_PROV_LINKS=) ;;
 		*) echo "mpi_bench.sh: unknown case $c" >&2; exit 2 ;;
 		esac
 		echo "mpi_bench.sh: round $r/$rounds: $c"
-		timeout -k 10 "${MPI_TIMEOUT:-600}" "$MPIRUN" --allow-run-as-root --oversubscribe -np "$np" \
+		FI_PROVIDER_PATH=$lib timeout -k 10 "${MPI_TIMEOUT:-600}" "$MPIRUN" --allow-run-as-root --oversubscribe -np "$np" \
 			"${bind[@]}" "${opts[@]}" -x FI_PROVIDER_PATH -x FI_TCP_IFACE "${env[@]}" \
 			"$bench" -s "$sizes" -x "$scale" -t "$tests" >"$out" 2>&1
 		rc=$?
