@@ -683,15 +683,17 @@ func (e *Endpoint) rmaArrive(p rmaPeer, k rmaInKey, src uint64, hdr msgHdr, eage
 		return
 	}
 	body := eager[rmaHdrLen:]
-	if h.kind != rmaAnswer && h.kind != rmaKeyInfo {
+	if h.kind != rmaAnswer && h.kind != rmaKeyInfo && h.kind != rmaNotify {
 		e.stats[p.kind()].rmaServed++
 	}
-	if h.flags&rfWantKey != 0 && h.kind != rmaAnswer && p.net != nil {
+	if h.flags&rfWantKey != 0 && h.kind != rmaAnswer && h.kind != rmaNotify && p.net != nil {
 		e.rmaSendKeyInfo(p, h.key)
 	}
 	switch h.kind {
 	case rmaKeyInfo:
 		e.rmaLearnKey(p, &h)
+	case rmaNotify:
+		e.rmaNotified(src, &h)
 	case rmaAnswer:
 		e.rmaAnswer(&h, body)
 	case rmaWrite:

@@ -40,14 +40,34 @@ import (
 // registration when it closes (the cache drops it), so a stale cached
 // key no longer opens the memory at the core.
 //
-// Writes with remote CQ data, atomics, device buffers on the initiator
-// and every operation toward shm peers keep the target-executed path
-// (rma.go). FI_LNX_NATIVE_RMA=0 turns the native path off.
+// Writes with remote CQ data whose data would not travel inline with a
+// request go natively as well, as plain writes: once the core completed
+// one (delivery complete, so the data is in place), the initiator sends
+// the target an rmaNotify with the CQ data and length, and the target
+// writes its remote entry from it, with the initiator's fi_addr as the
+// source. The core's own remote CQ data is not used: tcp;ofi_rxm 1.17
+// writes remote-write entries with no source and no length (and without
+// FI_RMA), which lnx could not complete an application's entry from. The
+// notice leaves before the initiator's completion is written, so anything
+// the application sends the target afterwards arrives after it. Smaller
+// writes with data stay target-executed: their inline request gets the
+// target's entry written half a round trip sooner than write-then-notify.
+//
+// Atomics, smaller writes with remote CQ data, device buffers on the
+// initiator and every operation toward shm peers keep the
+// target-executed path (rma.go). FI_LNX_NATIVE_RMA=0 turns the native
+// path off.
 
 // rmaKeyInfo is the kind of a target's key message (rmaHdr: key is lnx's
 // key, data the core key, addr and len the MR bounds, count the access
 // the initiator may carry natively).
 const rmaKeyInfo = 5
+
+// rmaNotify is the kind of the message that follows a native write with
+// remote CQ data once the core completed it (rmaHdr: key is lnx's key,
+// addr the target address, len the bytes written, data the CQ data): the
+// target writes the remote completion from it.
+const rmaNotify = 6
 
 // rfWantKey (request flag): the initiator wants the target's core key.
 const rfWantKey = 1 << 4
@@ -67,12 +87,21 @@ type natOp struct {
 	k     natKey
 	retry *RMAOp // the operation again, should the core fail it
 	flags uint64
+	// notify: a write with remote CQ data, whose rmaNotify goes once
+	// the core completed it.
+	notify *rmaHdr
 }
 
-// nativeOK reports whether op may go natively toward p at all.
+// nativeOK reports whether op may go natively toward p at all. A write
+// with remote CQ data goes natively only where the target-executed path
+// would move its data as a bulk message: the target's completion comes
+// from an rmaNotify sent after the core's completion, half a round trip
+// later than an inline request's (see the header comment).
 func (e *Endpoint) nativeOK(op *RMAOp, p rmaPeer, flags uint64, dev bool) bool {
-	return p.net != nil && !op.Atomic && !dev && flags&fi.REMOTE_CQ_DATA == 0 && op.length() > 0 &&
-		e.Domain.cfg.NativeRMA
+	if p.net == nil || op.Atomic || dev || op.length() == 0 || !e.Domain.cfg.NativeRMA {
+		return false
+	}
+	return flags&fi.REMOTE_CQ_DATA == 0 || (!op.Read && rmaHdrLen+op.length() > p.eagerMax())
 }
 
 // rmaNative posts op natively if the initiator knows the target's core
@@ -154,7 +183,11 @@ func (e *Endpoint) rmaNative(op *RMAOp, p rmaPeer, o *rmaOp, flags uint64) (post
 		again.IovBuf[0], again.N = Buf{Ptr: unsafe.Pointer(unsafe.SliceData(o.keep)), Len: size}, 1
 		again.MRs = [MaxIov]*MR{}
 	}
-	s.native[sid] = natOp{id: id, k: k, retry: &again, flags: flags}
+	n := natOp{id: id, k: k, retry: &again, flags: flags}
+	if flags&fi.REMOTE_CQ_DATA != 0 {
+		n.notify = &rmaHdr{kind: rmaNotify, flags: rfCQData, key: op.Key, addr: op.RAddr, len: size, data: op.Data}
+	}
+	s.native[sid] = n
 	st := &e.stats[kindNet]
 	if op.Read {
 		st.rmaReads++
@@ -193,8 +226,29 @@ func (e *Endpoint) rmaNativeDone(sid uint64, err error) bool {
 			}
 		}
 	}
+	if err == nil && n.notify != nil {
+		if o := s.ops[n.id]; o != nil {
+			// The data is in place at the target (the core's write
+			// is delivery complete): its remote completion may be
+			// written now. It leaves before the initiator's own
+			// completion, so that anything the application sends
+			// the target after that completion arrives after it.
+			b := make([]byte, rmaHdrLen)
+			n.notify.put(b)
+			e.rmaSend(rmaOut{p: o.peer, hdr: msgHdr{Flags: hdrRMA}, iov: [][]byte{b}})
+		}
+	}
 	e.rmaDone(n.id, codeOf(err))
 	return true
+}
+
+// rmaNotified writes the remote completion of a native write with remote
+// CQ data (target side).
+func (e *Endpoint) rmaNotified(src uint64, h *rmaHdr) {
+	if h.flags&rfCQData == 0 {
+		return
+	}
+	e.rmaRemoteEvent(src, h, fi.REMOTE_WRITE)
 }
 
 // rmaSendKeyInfo tells an initiator on the network how the core that

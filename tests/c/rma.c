@@ -146,6 +146,100 @@ static void data_b(struct peer *p, void *arg)
 	win_close(&w);
 }
 
+/* Large writes with remote CQ data (above every core's eager limit, where
+ * a network peer's lnx carries them as the core's own RMA and tells the
+ * target afterwards): fi_writedata, and fi_writemsg with two local pieces;
+ * 64-bit data values. The target sees each, in order, with its flags,
+ * data, length and source, its data in place when the entry is; no
+ * completion for a write without data; and a message sent after the
+ * last completion arrives after every remote entry. */
+#define NBIG	 6
+#define BIG_BASE 200000
+static uint64_t big_data(int i)
+{
+	return 0x8000000000000000ull | ((uint64_t)i << 40) | (0x5a5a00ull + (uint64_t)i);
+}
+
+static void data_big_a(struct peer *p, void *arg)
+{
+	struct rwin r = win_learn(p, 1);
+	size_t total = 0;
+	for (int i = 0; i < NBIG; i++)
+		total += BIG_BASE + (size_t)i * 1000;
+	uint8_t *buf = xmalloc(total);
+	uint64_t off = 0;
+	for (int i = 0; i < NBIG; i++) {
+		size_t n = BIG_BASE + (size_t)i * 1000;
+		fill_pattern(buf + off, n, 70 + i);
+		if (i % 2 == 0) {
+			POST(p->l.cq, fi_writedata(p->l.ep, buf + off, n, NULL, big_data(i),
+						   peer_addr(p), r.addr + off, r.key, buf + i));
+		} else {
+			struct iovec iov[2] = { { buf + off, 1000 },
+						{ buf + off + 1000, n - 1000 } };
+			struct fi_rma_iov riov = { r.addr + off, n, r.key };
+			struct fi_msg_rma m = { .msg_iov = iov,
+						.iov_count = 2,
+						.addr = peer_addr(p),
+						.rma_iov = &riov,
+						.rma_iov_count = 1,
+						.context = buf + i,
+						.data = big_data(i) };
+			POST(p->l.cq,
+			     fi_writemsg(p->l.ep, &m,
+					 FI_REMOTE_CQ_DATA | FI_COMPLETION | FI_DELIVERY_COMPLETE));
+		}
+		wait_op(p, buf + i, FI_RMA | FI_WRITE, "large write with data");
+		off += n;
+	}
+	/* A large write without data: no remote entry. */
+	fill_pattern(buf, BIG_BASE, 90);
+	POST(p->l.cq,
+	     fi_write(p->l.ep, buf, BIG_BASE, NULL, peer_addr(p), r.addr + off, r.key, buf));
+	wait_op(p, buf, FI_RMA | FI_WRITE, "large write");
+	uint64_t msg = 0x77;
+	POST(p->l.cq, fi_tsend(p->l.ep, &msg, sizeof(msg), NULL, peer_addr(p), 9, &msg));
+	wait_op(p, &msg, FI_SEND | FI_TAGGED, "tsend");
+	barrier(p);
+	free(buf);
+}
+
+static void data_big_b(struct peer *p, void *arg)
+{
+	size_t total = BIG_BASE;
+	for (int i = 0; i < NBIG; i++)
+		total += BIG_BASE + (size_t)i * 1000;
+	struct win w;
+	win_reg(p, &w, total, FI_REMOTE_WRITE, 16);
+	uint64_t got = 0;
+	CHECK(fi_trecv(p->l.ep, &got, sizeof(got), NULL, peer_addr(p), 9, 0, &got));
+	win_tell(p, 0, &w);
+	size_t off = 0;
+	for (int i = 0; i < NBIG; i++) {
+		size_t n = BIG_BASE + (size_t)i * 1000;
+		struct fi_cq_tagged_entry e;
+		fi_addr_t src = FI_ADDR_NOTAVAIL;
+		int ret = wait_cq(p->l.cq, &e, &src, NULL, WAIT_MS);
+		EXPECT(ret == 0, "remote completion %d: %d", i, ret);
+		char b[256];
+		EXPECT(e.flags == (FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA),
+		       "remote completion %d flags %s", i, flags_str(e.flags, b, sizeof(b)));
+		EXPECT(e.data == big_data(i), "remote completion %d data %#llx, want %#llx", i,
+		       (unsigned long long)e.data, (unsigned long long)big_data(i));
+		EXPECT(e.len == n, "remote completion %d len %zu, want %zu", i, e.len, n);
+		EXPECT(src == peer_addr(p), "remote completion %d source %llu", i,
+		       (unsigned long long)src);
+		EXPECT_PATTERN(w.buf + off, n, 70 + i);
+		off += n;
+	}
+	/* Next: the message, not an entry for the write without data. */
+	wait_op(p, &got, FI_RECV | FI_TAGGED, "trecv");
+	EXPECT(got == 0x77, "received %#llx", (unsigned long long)got);
+	EXPECT_PATTERN(w.buf + off, BIG_BASE, 90);
+	barrier(p);
+	win_close(&w);
+}
+
 /* fi_inject_write at and below inject_size: the buffer is reusable at
  * return; a later fi_write's completion orders them (one target executes
  * one initiator's requests in order). */
@@ -485,6 +579,7 @@ static const struct subtest cases[] = {
 	  .counters = 2 },
 	{ .name = "sizes", .a = sizes_a, .b = sizes_b, .opt_caps = RMA_CAPS },
 	{ .name = "data", .a = data_a, .b = data_b, .opt_caps = RMA_CAPS },
+	{ .name = "data_big", .a = data_big_a, .b = data_big_b, .opt_caps = RMA_CAPS },
 	{ .name = "inject", .a = inject_a, .b = inject_b, .opt_caps = RMA_CAPS },
 	{ .name = "bad", .a = bad_a, .b = bad_b, .opt_caps = RMA_CAPS },
 	{ .name = "iov", .a = iov_a, .b = iov_b, .opt_caps = RMA_CAPS },
