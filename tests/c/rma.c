@@ -240,6 +240,90 @@ static void data_big_b(struct peer *p, void *arg)
 	win_close(&w);
 }
 
+/* Writes with remote CQ data posted back to back, without waiting for
+ * completions, large (carried by a network core) and small (executed by
+ * the target) mixed: the target sees one remote entry per write, each
+ * with its data, length and source, its data in place. Their order is not
+ * checked: the target-executed path over the network already completes a
+ * large write (pulled by rendezvous) after a small one sent after it. */
+#define NORD 12
+static const int k_ord_big[NORD] = { 1, 1, 0, 1, 0, 0, 1, 1, 1, 0, 1, 0 };
+static size_t ord_len(int i)
+{
+	return k_ord_big[i] ? 150000 + (size_t)i * 100 : 100 + (size_t)i;
+}
+
+static size_t ord_off(int i)
+{
+	size_t off = 0;
+	for (int k = 0; k < i; k++)
+		off += ord_len(k);
+	return off;
+}
+
+static void data_pipe_a(struct peer *p, void *arg)
+{
+	struct rwin r = win_learn(p, 1);
+	size_t total = 0;
+	for (int i = 0; i < NORD; i++)
+		total += ord_len(i);
+	uint8_t *buf = xmalloc(total);
+	/* The first operation learns the core key. */
+	POST(p->l.cq, fi_write(p->l.ep, buf, 8, NULL, peer_addr(p), r.addr + total, r.key, buf));
+	wait_op(p, buf, FI_RMA | FI_WRITE, "first write");
+	uint64_t off = 0;
+	for (int i = 0; i < NORD; i++) {
+		fill_pattern(buf + off, ord_len(i), 100 + i);
+		POST(p->l.cq, fi_writedata(p->l.ep, buf + off, ord_len(i), NULL, 500 + (uint64_t)i,
+					   peer_addr(p), r.addr + off, r.key, buf + i));
+		off += ord_len(i);
+	}
+	int seen[NORD] = { 0 };
+	for (int k = 0; k < NORD; k++) {
+		struct fi_cq_tagged_entry e;
+		int ret = wait_cq(p->l.cq, &e, NULL, NULL, WAIT_MS);
+		EXPECT(ret == 0, "completion %d: %d", k, ret);
+		long i = (uint8_t *)e.op_context - buf;
+		EXPECT(i >= 0 && i < NORD && !seen[i], "completion %d: context %p", k,
+		       e.op_context);
+		EXPECT(e.flags == (FI_RMA | FI_WRITE), "completion %d: flags %#llx", k,
+		       (unsigned long long)e.flags);
+		seen[i] = 1;
+	}
+	barrier(p);
+	free(buf);
+}
+
+static void data_pipe_b(struct peer *p, void *arg)
+{
+	size_t total = 8;
+	for (int i = 0; i < NORD; i++)
+		total += ord_len(i);
+	struct win w;
+	win_reg(p, &w, total, FI_REMOTE_WRITE, 17);
+	win_tell(p, 0, &w);
+	int seen[NORD] = { 0 };
+	for (int k = 0; k < NORD; k++) {
+		struct fi_cq_tagged_entry e;
+		fi_addr_t src = FI_ADDR_NOTAVAIL;
+		int ret = wait_cq(p->l.cq, &e, &src, NULL, WAIT_MS);
+		EXPECT(ret == 0, "remote completion %d: %d", k, ret);
+		EXPECT(e.flags == (FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA),
+		       "remote completion %d flags %#llx", k, (unsigned long long)e.flags);
+		long i = (long)e.data - 500;
+		EXPECT(i >= 0 && i < NORD && !seen[i], "remote completion %d data %llu", k,
+		       (unsigned long long)e.data);
+		seen[i] = 1;
+		EXPECT(e.len == ord_len(i), "remote completion %d len %zu, want %zu", k, e.len,
+		       ord_len(i));
+		EXPECT(src == peer_addr(p), "remote completion %d source %llu", k,
+		       (unsigned long long)src);
+		EXPECT_PATTERN(w.buf + ord_off(i), ord_len(i), 100 + i);
+	}
+	barrier(p);
+	win_close(&w);
+}
+
 /* fi_inject_write at and below inject_size: the buffer is reusable at
  * return; a later fi_write's completion orders them (one target executes
  * one initiator's requests in order). */
@@ -580,6 +664,7 @@ static const struct subtest cases[] = {
 	{ .name = "sizes", .a = sizes_a, .b = sizes_b, .opt_caps = RMA_CAPS },
 	{ .name = "data", .a = data_a, .b = data_b, .opt_caps = RMA_CAPS },
 	{ .name = "data_big", .a = data_big_a, .b = data_big_b, .opt_caps = RMA_CAPS },
+	{ .name = "data_pipelined", .a = data_pipe_a, .b = data_pipe_b, .opt_caps = RMA_CAPS },
 	{ .name = "inject", .a = inject_a, .b = inject_b, .opt_caps = RMA_CAPS },
 	{ .name = "bad", .a = bad_a, .b = bad_b, .opt_caps = RMA_CAPS },
 	{ .name = "iov", .a = iov_a, .b = iov_b, .opt_caps = RMA_CAPS },
