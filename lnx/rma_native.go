@@ -38,7 +38,12 @@ import (
 //
 // A target MR whose core key was handed out keeps no idle core
 // registration when it closes (the cache drops it), so a stale cached
-// key no longer opens the memory at the core.
+// key no longer opens the memory at the core. Closing it also sends each
+// initiator that learnt the key an rmaRevoke on the connection the key
+// went on, so an operation posted after that arrives asks the target
+// again and is refused (FI_EKEYREJECTED) rather than meeting the stale
+// core key, which tcp;ofi_rxm answers by dropping the connection. An
+// operation racing the close can still meet it.
 //
 // Writes with remote CQ data whose data would not travel inline with a
 // request go natively as well, as plain writes: once the core completed
@@ -62,6 +67,17 @@ import (
 // key, data the core key, addr and len the MR bounds, count the access
 // the initiator may carry natively).
 const rmaKeyInfo = 5
+
+// rmaRevoke is the kind of a target's message that a key it handed out
+// is gone (rmaHdr: key is lnx's key), sent when the MR closes.
+const rmaRevoke = 7
+
+// keyLearner is a network peer that learnt a core key of an MR, and the
+// endpoint that told it.
+type keyLearner struct {
+	e *Endpoint
+	p rmaPeer
+}
 
 // rmaNotify is the kind of the message that follows a native write with
 // remote CQ data once the core completed it (rmaHdr: key is lnx's key,
@@ -275,6 +291,16 @@ func (e *Endpoint) rmaSendKeyInfo(p rmaPeer, key uint64) {
 			if i.count != 0 {
 				m.core.exported.Store(true)
 				e.rmaExported = true
+				known := false
+				for _, l := range m.learners {
+					if l.e == e && l.p.net == p.net {
+						known = true
+						break
+					}
+				}
+				if !known {
+					m.learners = append(m.learners, keyLearner{e: e, p: p})
+				}
 			}
 		}
 	}
@@ -282,6 +308,37 @@ func (e *Endpoint) rmaSendKeyInfo(p rmaPeer, key uint64) {
 	b := make([]byte, rmaHdrLen)
 	i.put(b)
 	e.rmaSend(rmaOut{p: p, hdr: msgHdr{Flags: hdrRMA}, iov: [][]byte{b}})
+}
+
+// rmaRevoke tells p that the MR of lnx key key, whose core key it learnt
+// from e, is closed (target side; MR.Close, with no endpoint locked). It
+// goes on the connection the key message went on, ahead of whatever the
+// application sends p after closing the MR.
+func (e *Endpoint) rmaRevoke(p rmaPeer, key uint64) {
+	e.lock()
+	defer e.unlock()
+	if e.closed || !e.enabled || p.net == nil || p.net.Gone() {
+		return
+	}
+	defer e.kickIfBusy()
+	e.rmaS()
+	i := rmaHdr{kind: rmaRevoke, key: key}
+	b := make([]byte, rmaHdrLen)
+	i.put(b)
+	e.rmaSend(rmaOut{p: p, hdr: msgHdr{Flags: hdrRMA}, iov: [][]byte{b}})
+}
+
+// rmaForgetKey drops a cached core key its target revoked (initiator
+// side): the next operation with the key asks the target again, which
+// refuses it.
+func (e *Endpoint) rmaForgetKey(p rmaPeer, h *rmaHdr) {
+	if p.net == nil {
+		return
+	}
+	k := natKey{p.net, h.key}
+	delete(e.rma.keys, k)
+	delete(e.rma.asked, k)
+	logging.Debugf(logging.EPData, "one-sided key %#x at network peer revoked", h.key)
 }
 
 // rmaLearnKey caches a target's key message (initiator side).

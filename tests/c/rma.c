@@ -533,6 +533,63 @@ static void rereg_b(struct peer *p, void *arg)
 	win_close(&w);
 }
 
+/* The target closes an MR whose key the initiator used (and whose network
+ * core key lnx may have cached), then tells the initiator so by a message:
+ * a write and a read with the closed key after that message are refused
+ * with FI_EKEYREJECTED, and the connection still carries a write to the
+ * target's other MR. */
+static void revoke_a(struct peer *p, void *arg)
+{
+	struct rwin r1 = win_learn(p, 1), r2 = win_learn(p, 1);
+	uint8_t buf[512];
+	for (int i = 0; i < 3; i++) {
+		fill_pattern(buf, sizeof(buf), 80 + i);
+		POST(p->l.cq,
+		     fi_write(p->l.ep, buf, sizeof(buf), NULL, peer_addr(p), r1.addr, r1.key, buf));
+		wait_op(p, buf, FI_RMA | FI_WRITE, "write before the close");
+		POST(p->l.cq,
+		     fi_write(p->l.ep, buf, sizeof(buf), NULL, peer_addr(p), r2.addr, r2.key, buf));
+		wait_op(p, buf, FI_RMA | FI_WRITE, "write to the other MR");
+	}
+	uint64_t msg = 0;
+	CHECK(fi_trecv(p->l.ep, &msg, sizeof(msg), NULL, peer_addr(p), 11, 0, &msg));
+	barrier(p);
+	wait_op(p, &msg, FI_RECV | FI_TAGGED, "the target's word that the MR is closed");
+	EXPECT(msg == 0xc105ed, "received %#llx", (unsigned long long)msg);
+	int ctx[2];
+	POST(p->l.cq,
+	     fi_write(p->l.ep, buf, sizeof(buf), NULL, peer_addr(p), r1.addr, r1.key, &ctx[0]));
+	wait_err(p, &ctx[0], FI_EKEYREJECTED, FI_RMA | FI_WRITE, "write with the closed MR's key");
+	POST(p->l.cq,
+	     fi_read(p->l.ep, buf, sizeof(buf), NULL, peer_addr(p), r1.addr, r1.key, &ctx[1]));
+	wait_err(p, &ctx[1], FI_EKEYREJECTED, FI_RMA | FI_READ, "read with the closed MR's key");
+	fill_pattern(buf, sizeof(buf), 89);
+	POST(p->l.cq,
+	     fi_write(p->l.ep, buf, sizeof(buf), NULL, peer_addr(p), r2.addr, r2.key, buf));
+	wait_op(p, buf, FI_RMA | FI_WRITE, "write to the other MR after the refusals");
+	barrier(p);
+}
+
+static void revoke_b(struct peer *p, void *arg)
+{
+	struct win w1, w2;
+	win_reg(p, &w1, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+	win_reg(p, &w2, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+	win_tell(p, 0, &w1);
+	win_tell(p, 0, &w2);
+	barrier(p);
+	EXPECT_PATTERN(w1.buf, 512, 82);
+	CHECK(fi_close(&w1.mr->fid));
+	uint64_t msg = 0xc105ed;
+	POST(p->l.cq, fi_tsend(p->l.ep, &msg, sizeof(msg), NULL, peer_addr(p), 11, &msg));
+	wait_op(p, &msg, FI_SEND | FI_TAGGED, "tsend");
+	barrier(p);
+	EXPECT_PATTERN(w1.buf, 512, 82); /* the closed MR's memory untouched */
+	EXPECT_PATTERN(w2.buf, 512, 89);
+	free(w1.buf);
+	win_close(&w2);
+}
+
 /* Both ranks write into each other's windows at once: each is initiator
  * and target, progressing the other's requests while waiting for its own. */
 static void both(struct peer *p, void *arg)
@@ -669,6 +726,7 @@ static const struct subtest cases[] = {
 	{ .name = "bad", .a = bad_a, .b = bad_b, .opt_caps = RMA_CAPS },
 	{ .name = "iov", .a = iov_a, .b = iov_b, .opt_caps = RMA_CAPS },
 	{ .name = "both", .a = both, .b = both, .opt_caps = RMA_CAPS },
+	{ .name = "revoke", .a = revoke_a, .b = revoke_b, .opt_caps = RMA_CAPS },
 	/* Requested keys (no FI_MR_PROV_KEY): the same key comes back. */
 	{ .name = "rereg",
 	  .a = rereg_a,
