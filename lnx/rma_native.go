@@ -62,6 +62,19 @@ import (
 // initiator and every operation toward shm peers keep the
 // target-executed path (rma.go). FI_LNX_NATIVE_RMA=0 turns the native
 // path off.
+//
+// Open: native atomics. tcp;ofi_rxm executes a peer's atomic in the
+// target's rxm progress (any call that reads the core CQ of the endpoint
+// that received it, or posts on it), with plain read-modify-write code,
+// not under lnx's domain key lock that serializes lnx's own executions.
+// Within one lnx endpoint the two are already serialized (Go touches the
+// transport and executes requests only under e.guard with nothing lent;
+// C reads a lent core CQ only while Go does neither), but another
+// endpoint of the same domain executing a shm peer's atomic on the same
+// MR, or a second endpoint's rxm, is not: a native grant must be tied to
+// one endpoint per domain, and the others' executions on its MRs run
+// under that endpoint's lock (or stay off those MRs), before atomics may
+// go natively.
 
 // rmaKeyInfo is the kind of a target's key message (rmaHdr: key is lnx's
 // key, data the core key, addr and len the MR bounds, count the access
