@@ -45,6 +45,10 @@ type MR struct {
 	// rmaEvent: registered with FI_RMA_EVENT (one-sided operations on it
 	// stay target-executed, rma_native.go).
 	rmaEvent bool
+	// learners: the network peers (and the endpoints that told them)
+	// that learnt a core key of this MR (rma_native.go), told when it
+	// closes; the domain's key lock guards it.
+	learners []keyLearner
 }
 
 // IsDevice reports whether the MR covers device memory.
@@ -206,6 +210,17 @@ func (m *MR) coreMR(i int) *ofi.MR {
 func (m *MR) Close() error {
 	if m.closed.Swap(true) {
 		return fi.Wrap(fi.EINVAL, "MR already closed")
+	}
+	// Initiators that cached a core key of this MR forget it before the
+	// core registration goes: their next operation with the key is
+	// refused by this process (FI_EKEYREJECTED) instead of reaching a
+	// core key that no longer opens anything.
+	m.dom.keys.mu.Lock()
+	learners := m.learners
+	m.learners = nil
+	m.dom.keys.mu.Unlock()
+	for _, l := range learners {
+		l.e.rmaRevoke(l.p, m.Key)
 	}
 	var err error
 	if m.core != nil {

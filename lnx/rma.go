@@ -683,15 +683,19 @@ func (e *Endpoint) rmaArrive(p rmaPeer, k rmaInKey, src uint64, hdr msgHdr, eage
 		return
 	}
 	body := eager[rmaHdrLen:]
-	if h.kind != rmaAnswer && h.kind != rmaKeyInfo {
+	if h.kind != rmaAnswer && h.kind != rmaKeyInfo && h.kind != rmaNotify && h.kind != rmaRevoke {
 		e.stats[p.kind()].rmaServed++
 	}
-	if h.flags&rfWantKey != 0 && h.kind != rmaAnswer && p.net != nil {
+	if h.flags&rfWantKey != 0 && (h.kind == rmaWrite || h.kind == rmaRead || h.kind == rmaAtomic) && p.net != nil {
 		e.rmaSendKeyInfo(p, h.key)
 	}
 	switch h.kind {
 	case rmaKeyInfo:
 		e.rmaLearnKey(p, &h)
+	case rmaNotify:
+		e.rmaNotified(src, &h)
+	case rmaRevoke:
+		e.rmaForgetKey(p, &h)
 	case rmaAnswer:
 		e.rmaAnswer(&h, body)
 	case rmaWrite:

@@ -38,16 +38,65 @@ import (
 //
 // A target MR whose core key was handed out keeps no idle core
 // registration when it closes (the cache drops it), so a stale cached
-// key no longer opens the memory at the core.
+// key no longer opens the memory at the core. Closing it also sends each
+// initiator that learnt the key an rmaRevoke on the connection the key
+// went on, so an operation posted after that arrives asks the target
+// again and is refused (FI_EKEYREJECTED) rather than meeting the stale
+// core key, which tcp;ofi_rxm answers by dropping the connection. An
+// operation racing the close can still meet it.
 //
-// Writes with remote CQ data, atomics, device buffers on the initiator
-// and every operation toward shm peers keep the target-executed path
-// (rma.go). FI_LNX_NATIVE_RMA=0 turns the native path off.
+// Writes with remote CQ data whose data would not travel inline with a
+// request go natively as well, as plain writes: once the core completed
+// one (delivery complete, so the data is in place), the initiator sends
+// the target an rmaNotify with the CQ data and length, and the target
+// writes its remote entry from it, with the initiator's fi_addr as the
+// source. The core's own remote CQ data is not used: tcp;ofi_rxm 1.17
+// writes remote-write entries with no source and no length (and without
+// FI_RMA), which lnx could not complete an application's entry from. The
+// notice leaves before the initiator's completion is written, so anything
+// the application sends the target afterwards arrives after it. Smaller
+// writes with data stay target-executed: their inline request gets the
+// target's entry written half a round trip sooner than write-then-notify.
+//
+// Atomics, smaller writes with remote CQ data, device buffers on the
+// initiator and every operation toward shm peers keep the
+// target-executed path (rma.go). FI_LNX_NATIVE_RMA=0 turns the native
+// path off.
+//
+// Open: native atomics. tcp;ofi_rxm executes a peer's atomic in the
+// target's rxm progress (any call that reads the core CQ of the endpoint
+// that received it, or posts on it), with plain read-modify-write code,
+// not under lnx's domain key lock that serializes lnx's own executions.
+// Within one lnx endpoint the two are already serialized (Go touches the
+// transport and executes requests only under e.guard with nothing lent;
+// C reads a lent core CQ only while Go does neither), but another
+// endpoint of the same domain executing a shm peer's atomic on the same
+// MR, or a second endpoint's rxm, is not: a native grant must be tied to
+// one endpoint per domain, and the others' executions on its MRs run
+// under that endpoint's lock (or stay off those MRs), before atomics may
+// go natively.
 
 // rmaKeyInfo is the kind of a target's key message (rmaHdr: key is lnx's
 // key, data the core key, addr and len the MR bounds, count the access
 // the initiator may carry natively).
 const rmaKeyInfo = 5
+
+// rmaRevoke is the kind of a target's message that a key it handed out
+// is gone (rmaHdr: key is lnx's key), sent when the MR closes.
+const rmaRevoke = 7
+
+// keyLearner is a network peer that learnt a core key of an MR, and the
+// endpoint that told it.
+type keyLearner struct {
+	e *Endpoint
+	p rmaPeer
+}
+
+// rmaNotify is the kind of the message that follows a native write with
+// remote CQ data once the core completed it (rmaHdr: key is lnx's key,
+// addr the target address, len the bytes written, data the CQ data): the
+// target writes the remote completion from it.
+const rmaNotify = 6
 
 // rfWantKey (request flag): the initiator wants the target's core key.
 const rfWantKey = 1 << 4
@@ -67,12 +116,21 @@ type natOp struct {
 	k     natKey
 	retry *RMAOp // the operation again, should the core fail it
 	flags uint64
+	// notify: a write with remote CQ data, whose rmaNotify goes once
+	// the core completed it.
+	notify *rmaHdr
 }
 
-// nativeOK reports whether op may go natively toward p at all.
+// nativeOK reports whether op may go natively toward p at all. A write
+// with remote CQ data goes natively only where the target-executed path
+// would move its data as a bulk message: the target's completion comes
+// from an rmaNotify sent after the core's completion, half a round trip
+// later than an inline request's (see the header comment).
 func (e *Endpoint) nativeOK(op *RMAOp, p rmaPeer, flags uint64, dev bool) bool {
-	return p.net != nil && !op.Atomic && !dev && flags&fi.REMOTE_CQ_DATA == 0 && op.length() > 0 &&
-		e.Domain.cfg.NativeRMA
+	if p.net == nil || op.Atomic || dev || op.length() == 0 || !e.Domain.cfg.NativeRMA {
+		return false
+	}
+	return flags&fi.REMOTE_CQ_DATA == 0 || (!op.Read && rmaHdrLen+op.length() > p.eagerMax())
 }
 
 // rmaNative posts op natively if the initiator knows the target's core
@@ -154,7 +212,11 @@ func (e *Endpoint) rmaNative(op *RMAOp, p rmaPeer, o *rmaOp, flags uint64) (post
 		again.IovBuf[0], again.N = Buf{Ptr: unsafe.Pointer(unsafe.SliceData(o.keep)), Len: size}, 1
 		again.MRs = [MaxIov]*MR{}
 	}
-	s.native[sid] = natOp{id: id, k: k, retry: &again, flags: flags}
+	n := natOp{id: id, k: k, retry: &again, flags: flags}
+	if flags&fi.REMOTE_CQ_DATA != 0 {
+		n.notify = &rmaHdr{kind: rmaNotify, flags: rfCQData, key: op.Key, addr: op.RAddr, len: size, data: op.Data}
+	}
+	s.native[sid] = n
 	st := &e.stats[kindNet]
 	if op.Read {
 		st.rmaReads++
@@ -193,8 +255,29 @@ func (e *Endpoint) rmaNativeDone(sid uint64, err error) bool {
 			}
 		}
 	}
+	if err == nil && n.notify != nil {
+		if o := s.ops[n.id]; o != nil {
+			// The data is in place at the target (the core's write
+			// is delivery complete): its remote completion may be
+			// written now. It leaves before the initiator's own
+			// completion, so that anything the application sends
+			// the target after that completion arrives after it.
+			b := make([]byte, rmaHdrLen)
+			n.notify.put(b)
+			e.rmaSend(rmaOut{p: o.peer, hdr: msgHdr{Flags: hdrRMA}, iov: [][]byte{b}})
+		}
+	}
 	e.rmaDone(n.id, codeOf(err))
 	return true
+}
+
+// rmaNotified writes the remote completion of a native write with remote
+// CQ data (target side).
+func (e *Endpoint) rmaNotified(src uint64, h *rmaHdr) {
+	if h.flags&rfCQData == 0 {
+		return
+	}
+	e.rmaRemoteEvent(src, h, fi.REMOTE_WRITE)
 }
 
 // rmaSendKeyInfo tells an initiator on the network how the core that
@@ -221,6 +304,16 @@ func (e *Endpoint) rmaSendKeyInfo(p rmaPeer, key uint64) {
 			if i.count != 0 {
 				m.core.exported.Store(true)
 				e.rmaExported = true
+				known := false
+				for _, l := range m.learners {
+					if l.e == e && l.p.net == p.net {
+						known = true
+						break
+					}
+				}
+				if !known {
+					m.learners = append(m.learners, keyLearner{e: e, p: p})
+				}
 			}
 		}
 	}
@@ -228,6 +321,37 @@ func (e *Endpoint) rmaSendKeyInfo(p rmaPeer, key uint64) {
 	b := make([]byte, rmaHdrLen)
 	i.put(b)
 	e.rmaSend(rmaOut{p: p, hdr: msgHdr{Flags: hdrRMA}, iov: [][]byte{b}})
+}
+
+// rmaRevoke tells p that the MR of lnx key key, whose core key it learnt
+// from e, is closed (target side; MR.Close, with no endpoint locked). It
+// goes on the connection the key message went on, ahead of whatever the
+// application sends p after closing the MR.
+func (e *Endpoint) rmaRevoke(p rmaPeer, key uint64) {
+	e.lock()
+	defer e.unlock()
+	if e.closed || !e.enabled || p.net == nil || p.net.Gone() {
+		return
+	}
+	defer e.kickIfBusy()
+	e.rmaS()
+	i := rmaHdr{kind: rmaRevoke, key: key}
+	b := make([]byte, rmaHdrLen)
+	i.put(b)
+	e.rmaSend(rmaOut{p: p, hdr: msgHdr{Flags: hdrRMA}, iov: [][]byte{b}})
+}
+
+// rmaForgetKey drops a cached core key its target revoked (initiator
+// side): the next operation with the key asks the target again, which
+// refuses it.
+func (e *Endpoint) rmaForgetKey(p rmaPeer, h *rmaHdr) {
+	if p.net == nil {
+		return
+	}
+	k := natKey{p.net, h.key}
+	delete(e.rma.keys, k)
+	delete(e.rma.asked, k)
+	logging.Debugf(logging.EPData, "one-sided key %#x at network peer revoked", h.key)
 }
 
 // rmaLearnKey caches a target's key message (initiator side).

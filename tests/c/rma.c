@@ -146,6 +146,184 @@ static void data_b(struct peer *p, void *arg)
 	win_close(&w);
 }
 
+/* Large writes with remote CQ data (above every core's eager limit, where
+ * a network peer's lnx carries them as the core's own RMA and tells the
+ * target afterwards): fi_writedata, and fi_writemsg with two local pieces;
+ * 64-bit data values. The target sees each, in order, with its flags,
+ * data, length and source, its data in place when the entry is; no
+ * completion for a write without data; and a message sent after the
+ * last completion arrives after every remote entry. */
+#define NBIG	 6
+#define BIG_BASE 200000
+static uint64_t big_data(int i)
+{
+	return 0x8000000000000000ull | ((uint64_t)i << 40) | (0x5a5a00ull + (uint64_t)i);
+}
+
+static void data_big_a(struct peer *p, void *arg)
+{
+	struct rwin r = win_learn(p, 1);
+	size_t total = 0;
+	for (int i = 0; i < NBIG; i++)
+		total += BIG_BASE + (size_t)i * 1000;
+	uint8_t *buf = xmalloc(total);
+	uint64_t off = 0;
+	for (int i = 0; i < NBIG; i++) {
+		size_t n = BIG_BASE + (size_t)i * 1000;
+		fill_pattern(buf + off, n, 70 + i);
+		if (i % 2 == 0) {
+			POST(p->l.cq, fi_writedata(p->l.ep, buf + off, n, NULL, big_data(i),
+						   peer_addr(p), r.addr + off, r.key, buf + i));
+		} else {
+			struct iovec iov[2] = { { buf + off, 1000 },
+						{ buf + off + 1000, n - 1000 } };
+			struct fi_rma_iov riov = { r.addr + off, n, r.key };
+			struct fi_msg_rma m = { .msg_iov = iov,
+						.iov_count = 2,
+						.addr = peer_addr(p),
+						.rma_iov = &riov,
+						.rma_iov_count = 1,
+						.context = buf + i,
+						.data = big_data(i) };
+			POST(p->l.cq,
+			     fi_writemsg(p->l.ep, &m,
+					 FI_REMOTE_CQ_DATA | FI_COMPLETION | FI_DELIVERY_COMPLETE));
+		}
+		wait_op(p, buf + i, FI_RMA | FI_WRITE, "large write with data");
+		off += n;
+	}
+	/* A large write without data: no remote entry. */
+	fill_pattern(buf, BIG_BASE, 90);
+	POST(p->l.cq,
+	     fi_write(p->l.ep, buf, BIG_BASE, NULL, peer_addr(p), r.addr + off, r.key, buf));
+	wait_op(p, buf, FI_RMA | FI_WRITE, "large write");
+	uint64_t msg = 0x77;
+	POST(p->l.cq, fi_tsend(p->l.ep, &msg, sizeof(msg), NULL, peer_addr(p), 9, &msg));
+	wait_op(p, &msg, FI_SEND | FI_TAGGED, "tsend");
+	barrier(p);
+	free(buf);
+}
+
+static void data_big_b(struct peer *p, void *arg)
+{
+	size_t total = BIG_BASE;
+	for (int i = 0; i < NBIG; i++)
+		total += BIG_BASE + (size_t)i * 1000;
+	struct win w;
+	win_reg(p, &w, total, FI_REMOTE_WRITE, 16);
+	uint64_t got = 0;
+	CHECK(fi_trecv(p->l.ep, &got, sizeof(got), NULL, peer_addr(p), 9, 0, &got));
+	win_tell(p, 0, &w);
+	size_t off = 0;
+	for (int i = 0; i < NBIG; i++) {
+		size_t n = BIG_BASE + (size_t)i * 1000;
+		struct fi_cq_tagged_entry e;
+		fi_addr_t src = FI_ADDR_NOTAVAIL;
+		int ret = wait_cq(p->l.cq, &e, &src, NULL, WAIT_MS);
+		EXPECT(ret == 0, "remote completion %d: %d", i, ret);
+		char b[256];
+		EXPECT(e.flags == (FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA),
+		       "remote completion %d flags %s", i, flags_str(e.flags, b, sizeof(b)));
+		EXPECT(e.data == big_data(i), "remote completion %d data %#llx, want %#llx", i,
+		       (unsigned long long)e.data, (unsigned long long)big_data(i));
+		EXPECT(e.len == n, "remote completion %d len %zu, want %zu", i, e.len, n);
+		EXPECT(src == peer_addr(p), "remote completion %d source %llu", i,
+		       (unsigned long long)src);
+		EXPECT_PATTERN(w.buf + off, n, 70 + i);
+		off += n;
+	}
+	/* Next: the message, not an entry for the write without data. */
+	wait_op(p, &got, FI_RECV | FI_TAGGED, "trecv");
+	EXPECT(got == 0x77, "received %#llx", (unsigned long long)got);
+	EXPECT_PATTERN(w.buf + off, BIG_BASE, 90);
+	barrier(p);
+	win_close(&w);
+}
+
+/* Writes with remote CQ data posted back to back, without waiting for
+ * completions, large (carried by a network core) and small (executed by
+ * the target) mixed: the target sees one remote entry per write, each
+ * with its data, length and source, its data in place. Their order is not
+ * checked: the target-executed path over the network already completes a
+ * large write (pulled by rendezvous) after a small one sent after it. */
+#define NORD 12
+static const int k_ord_big[NORD] = { 1, 1, 0, 1, 0, 0, 1, 1, 1, 0, 1, 0 };
+static size_t ord_len(int i)
+{
+	return k_ord_big[i] ? 150000 + (size_t)i * 100 : 100 + (size_t)i;
+}
+
+static size_t ord_off(int i)
+{
+	size_t off = 0;
+	for (int k = 0; k < i; k++)
+		off += ord_len(k);
+	return off;
+}
+
+static void data_pipe_a(struct peer *p, void *arg)
+{
+	struct rwin r = win_learn(p, 1);
+	size_t total = 0;
+	for (int i = 0; i < NORD; i++)
+		total += ord_len(i);
+	uint8_t *buf = xmalloc(total);
+	/* The first operation learns the core key. */
+	POST(p->l.cq, fi_write(p->l.ep, buf, 8, NULL, peer_addr(p), r.addr + total, r.key, buf));
+	wait_op(p, buf, FI_RMA | FI_WRITE, "first write");
+	uint64_t off = 0;
+	for (int i = 0; i < NORD; i++) {
+		fill_pattern(buf + off, ord_len(i), 100 + i);
+		POST(p->l.cq, fi_writedata(p->l.ep, buf + off, ord_len(i), NULL, 500 + (uint64_t)i,
+					   peer_addr(p), r.addr + off, r.key, buf + i));
+		off += ord_len(i);
+	}
+	int seen[NORD] = { 0 };
+	for (int k = 0; k < NORD; k++) {
+		struct fi_cq_tagged_entry e;
+		int ret = wait_cq(p->l.cq, &e, NULL, NULL, WAIT_MS);
+		EXPECT(ret == 0, "completion %d: %d", k, ret);
+		long i = (uint8_t *)e.op_context - buf;
+		EXPECT(i >= 0 && i < NORD && !seen[i], "completion %d: context %p", k,
+		       e.op_context);
+		EXPECT(e.flags == (FI_RMA | FI_WRITE), "completion %d: flags %#llx", k,
+		       (unsigned long long)e.flags);
+		seen[i] = 1;
+	}
+	barrier(p);
+	free(buf);
+}
+
+static void data_pipe_b(struct peer *p, void *arg)
+{
+	size_t total = 8;
+	for (int i = 0; i < NORD; i++)
+		total += ord_len(i);
+	struct win w;
+	win_reg(p, &w, total, FI_REMOTE_WRITE, 17);
+	win_tell(p, 0, &w);
+	int seen[NORD] = { 0 };
+	for (int k = 0; k < NORD; k++) {
+		struct fi_cq_tagged_entry e;
+		fi_addr_t src = FI_ADDR_NOTAVAIL;
+		int ret = wait_cq(p->l.cq, &e, &src, NULL, WAIT_MS);
+		EXPECT(ret == 0, "remote completion %d: %d", k, ret);
+		EXPECT(e.flags == (FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA),
+		       "remote completion %d flags %#llx", k, (unsigned long long)e.flags);
+		long i = (long)e.data - 500;
+		EXPECT(i >= 0 && i < NORD && !seen[i], "remote completion %d data %llu", k,
+		       (unsigned long long)e.data);
+		seen[i] = 1;
+		EXPECT(e.len == ord_len(i), "remote completion %d len %zu, want %zu", k, e.len,
+		       ord_len(i));
+		EXPECT(src == peer_addr(p), "remote completion %d source %llu", k,
+		       (unsigned long long)src);
+		EXPECT_PATTERN(w.buf + ord_off(i), ord_len(i), 100 + i);
+	}
+	barrier(p);
+	win_close(&w);
+}
+
 /* fi_inject_write at and below inject_size: the buffer is reusable at
  * return; a later fi_write's completion orders them (one target executes
  * one initiator's requests in order). */
@@ -355,6 +533,63 @@ static void rereg_b(struct peer *p, void *arg)
 	win_close(&w);
 }
 
+/* The target closes an MR whose key the initiator used (and whose network
+ * core key lnx may have cached), then tells the initiator so by a message:
+ * a write and a read with the closed key after that message are refused
+ * with FI_EKEYREJECTED, and the connection still carries a write to the
+ * target's other MR. */
+static void revoke_a(struct peer *p, void *arg)
+{
+	struct rwin r1 = win_learn(p, 1), r2 = win_learn(p, 1);
+	uint8_t buf[512];
+	for (int i = 0; i < 3; i++) {
+		fill_pattern(buf, sizeof(buf), 80 + i);
+		POST(p->l.cq,
+		     fi_write(p->l.ep, buf, sizeof(buf), NULL, peer_addr(p), r1.addr, r1.key, buf));
+		wait_op(p, buf, FI_RMA | FI_WRITE, "write before the close");
+		POST(p->l.cq,
+		     fi_write(p->l.ep, buf, sizeof(buf), NULL, peer_addr(p), r2.addr, r2.key, buf));
+		wait_op(p, buf, FI_RMA | FI_WRITE, "write to the other MR");
+	}
+	uint64_t msg = 0;
+	CHECK(fi_trecv(p->l.ep, &msg, sizeof(msg), NULL, peer_addr(p), 11, 0, &msg));
+	barrier(p);
+	wait_op(p, &msg, FI_RECV | FI_TAGGED, "the target's word that the MR is closed");
+	EXPECT(msg == 0xc105ed, "received %#llx", (unsigned long long)msg);
+	int ctx[2];
+	POST(p->l.cq,
+	     fi_write(p->l.ep, buf, sizeof(buf), NULL, peer_addr(p), r1.addr, r1.key, &ctx[0]));
+	wait_err(p, &ctx[0], FI_EKEYREJECTED, FI_RMA | FI_WRITE, "write with the closed MR's key");
+	POST(p->l.cq,
+	     fi_read(p->l.ep, buf, sizeof(buf), NULL, peer_addr(p), r1.addr, r1.key, &ctx[1]));
+	wait_err(p, &ctx[1], FI_EKEYREJECTED, FI_RMA | FI_READ, "read with the closed MR's key");
+	fill_pattern(buf, sizeof(buf), 89);
+	POST(p->l.cq,
+	     fi_write(p->l.ep, buf, sizeof(buf), NULL, peer_addr(p), r2.addr, r2.key, buf));
+	wait_op(p, buf, FI_RMA | FI_WRITE, "write to the other MR after the refusals");
+	barrier(p);
+}
+
+static void revoke_b(struct peer *p, void *arg)
+{
+	struct win w1, w2;
+	win_reg(p, &w1, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+	win_reg(p, &w2, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+	win_tell(p, 0, &w1);
+	win_tell(p, 0, &w2);
+	barrier(p);
+	EXPECT_PATTERN(w1.buf, 512, 82);
+	CHECK(fi_close(&w1.mr->fid));
+	uint64_t msg = 0xc105ed;
+	POST(p->l.cq, fi_tsend(p->l.ep, &msg, sizeof(msg), NULL, peer_addr(p), 11, &msg));
+	wait_op(p, &msg, FI_SEND | FI_TAGGED, "tsend");
+	barrier(p);
+	EXPECT_PATTERN(w1.buf, 512, 82); /* the closed MR's memory untouched */
+	EXPECT_PATTERN(w2.buf, 512, 89);
+	free(w1.buf);
+	win_close(&w2);
+}
+
 /* Both ranks write into each other's windows at once: each is initiator
  * and target, progressing the other's requests while waiting for its own. */
 static void both(struct peer *p, void *arg)
@@ -485,10 +720,13 @@ static const struct subtest cases[] = {
 	  .counters = 2 },
 	{ .name = "sizes", .a = sizes_a, .b = sizes_b, .opt_caps = RMA_CAPS },
 	{ .name = "data", .a = data_a, .b = data_b, .opt_caps = RMA_CAPS },
+	{ .name = "data_big", .a = data_big_a, .b = data_big_b, .opt_caps = RMA_CAPS },
+	{ .name = "data_pipelined", .a = data_pipe_a, .b = data_pipe_b, .opt_caps = RMA_CAPS },
 	{ .name = "inject", .a = inject_a, .b = inject_b, .opt_caps = RMA_CAPS },
 	{ .name = "bad", .a = bad_a, .b = bad_b, .opt_caps = RMA_CAPS },
 	{ .name = "iov", .a = iov_a, .b = iov_b, .opt_caps = RMA_CAPS },
 	{ .name = "both", .a = both, .b = both, .opt_caps = RMA_CAPS },
+	{ .name = "revoke", .a = revoke_a, .b = revoke_b, .opt_caps = RMA_CAPS },
 	/* Requested keys (no FI_MR_PROV_KEY): the same key comes back. */
 	{ .name = "rereg",
 	  .a = rereg_a,
