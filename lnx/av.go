@@ -31,6 +31,9 @@ type AV struct {
 	byNet   map[uint64]uint64 // network transport id -> fi_addr
 	users   []*Endpoint       // the bound endpoints: Close refuses while any; told of removals
 	gen     atomic.Uint64     // bumped by every Insert and Remove
+	// remote: whether an address of another node was ever inserted
+	// (endpoints poll a network core that never saw one less often).
+	remote atomic.Bool
 }
 
 type avEntry struct {
@@ -83,6 +86,9 @@ func (av *AV) Insert(blob []byte, count int, out []uint64, errs []int32) int {
 		}
 		for _, id := range netIDsOf(a) {
 			av.byNet[id] = idx
+		}
+		if a.Node != NodeID(av.Domain.cfg) {
+			av.remote.Store(true)
 		}
 		if out != nil {
 			out[i] = idx

@@ -126,6 +126,7 @@ type epPolling struct {
 	// and the quiet network core is polled every netRMAGap.
 	rmaExported bool
 	netHot      int
+	netSeen     bool          // a network core carried something (netBusy): netGap is no longer netColdGap
 	netLast     time.Duration // since t0, when a quiet network core was last polled
 	t0          time.Time
 	t0Mono      int64 // t0 as CLOCK_MONOTONIC ns (monoNs), for the gate's due

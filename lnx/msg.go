@@ -941,24 +941,35 @@ func (e *Endpoint) netDue() bool {
 // netGap is how long a quiet network core goes unpolled. A target whose
 // memory network peers access with the core's own RMA sees nothing of it
 // (the core serves those accesses when it is polled, and reports none):
-// its gap is netRMAGap.
+// its gap is netRMAGap. A core that has carried nothing yet, on an
+// endpoint whose AV never held an address of another node (a job on one
+// node, with the default links), is polled every netColdGap: each poll
+// costs system calls that a same-node exchange would otherwise wait
+// behind, and only a peer not in the AV, or on this node but out of
+// shm's reach, can reach it.
 func (e *Endpoint) netGap() time.Duration {
 	if e.rmaExported {
 		return netRMAGap
+	}
+	if !e.netSeen && (e.av == nil || !e.av.remote.Load()) {
+		return netColdGap
 	}
 	return netQuietGap
 }
 
 // netBusy marks network activity: poll the network cores every time for a
 // while.
-func (e *Endpoint) netBusy() { e.netHot = netHotPolls }
+func (e *Endpoint) netBusy() { e.netHot, e.netSeen = netHotPolls, true }
 
 // A quiet network core is polled every netQuietGap (the most a message
 // from another node waits after a long silence, a fraction of a network
-// round trip); netHotPolls progress calls after activity it is polled on
-// every call (tens of microseconds: longer than a network round trip).
+// round trip), or netColdGap before it ever carried anything and while no
+// other node is in the AV (see netGap); netHotPolls progress calls after
+// activity it is polled on every call (tens of microseconds: longer than a
+// network round trip).
 const (
 	netQuietGap = 20 * time.Microsecond
+	netColdGap  = time.Millisecond
 	netRMAGap   = 2 * time.Microsecond
 	netHotPolls = 4096
 )
