@@ -118,6 +118,24 @@ static void data_a(struct peer *p, void *arg)
 	free(buf);
 }
 
+/* Waits for the i-th remote write entry and checks it: FI_RMA |
+ * FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, the data, the length and the
+ * writer as source. */
+static void expect_remote_data(struct peer *p, int i, uint64_t data, size_t len)
+{
+	struct fi_cq_tagged_entry e;
+	fi_addr_t src = FI_ADDR_NOTAVAIL;
+	int ret = wait_cq(p->l.cq, &e, &src, NULL, WAIT_MS);
+	EXPECT(ret == 0, "remote completion %d: %d", i, ret);
+	char b[256];
+	EXPECT(e.flags == (FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA),
+	       "remote completion %d flags %s", i, flags_str(e.flags, b, sizeof(b)));
+	EXPECT(e.data == data, "remote completion %d data %#llx, want %#llx", i,
+	       (unsigned long long)e.data, (unsigned long long)data);
+	EXPECT(e.len == len, "remote completion %d len %zu, want %zu", i, e.len, len);
+	EXPECT(src == peer_addr(p), "remote completion %d source %llu", i, (unsigned long long)src);
+}
+
 static void data_b(struct peer *p, void *arg)
 {
 	struct win w;
@@ -125,19 +143,7 @@ static void data_b(struct peer *p, void *arg)
 	win_tell(p, 0, &w);
 	size_t off = 0;
 	for (int i = 0; i < NDATA; i++) {
-		struct fi_cq_tagged_entry e;
-		fi_addr_t src = FI_ADDR_NOTAVAIL;
-		int ret = wait_cq(p->l.cq, &e, &src, NULL, WAIT_MS);
-		EXPECT(ret == 0, "remote completion %d: %d", i, ret);
-		char b[256];
-		EXPECT(e.flags == (FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA),
-		       "remote completion %d flags %s", i, flags_str(e.flags, b, sizeof(b)));
-		EXPECT(e.data == k_data[i], "remote completion %d data %#llx, want %#llx", i,
-		       (unsigned long long)e.data, (unsigned long long)k_data[i]);
-		EXPECT(e.len == k_data_len[i], "remote completion %d len %zu, want %zu", i, e.len,
-		       k_data_len[i]);
-		EXPECT(src == peer_addr(p), "remote completion %d source %llu", i,
-		       (unsigned long long)src);
+		expect_remote_data(p, i, k_data[i], k_data_len[i]);
 		/* The data is in place when its completion is. */
 		EXPECT_PATTERN(w.buf + off, k_data_len[i], 10 + i);
 		off += k_data_len[i];
@@ -217,18 +223,7 @@ static void data_big_b(struct peer *p, void *arg)
 	size_t off = 0;
 	for (int i = 0; i < NBIG; i++) {
 		size_t n = BIG_BASE + (size_t)i * 1000;
-		struct fi_cq_tagged_entry e;
-		fi_addr_t src = FI_ADDR_NOTAVAIL;
-		int ret = wait_cq(p->l.cq, &e, &src, NULL, WAIT_MS);
-		EXPECT(ret == 0, "remote completion %d: %d", i, ret);
-		char b[256];
-		EXPECT(e.flags == (FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA),
-		       "remote completion %d flags %s", i, flags_str(e.flags, b, sizeof(b)));
-		EXPECT(e.data == big_data(i), "remote completion %d data %#llx, want %#llx", i,
-		       (unsigned long long)e.data, (unsigned long long)big_data(i));
-		EXPECT(e.len == n, "remote completion %d len %zu, want %zu", i, e.len, n);
-		EXPECT(src == peer_addr(p), "remote completion %d source %llu", i,
-		       (unsigned long long)src);
+		expect_remote_data(p, i, big_data(i), n);
 		EXPECT_PATTERN(w.buf + off, n, 70 + i);
 		off += n;
 	}
