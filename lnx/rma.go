@@ -68,6 +68,12 @@ const (
 	rmaAnswer = 4
 )
 
+// request reports whether h asks the target to execute an operation
+// (the other kinds answer one, or carry key news and notices).
+func (h *rmaHdr) request() bool {
+	return h.kind == rmaWrite || h.kind == rmaRead || h.kind == rmaAtomic
+}
+
 // rmaHdr flags.
 const (
 	rfCQData  = 1 << 0 // carries remote CQ data
@@ -508,7 +514,7 @@ func (e *Endpoint) rmaTry(m rmaOut) bool {
 		logging.Warnf(logging.EPData, "one-sided message lost: %v", err)
 		if m.hdr.Flags&hdrBulk == 0 {
 			var h rmaHdr
-			if len(m.iov) > 0 && h.get(m.iov[0]) && h.kind != rmaAnswer {
+			if len(m.iov) > 0 && h.get(m.iov[0]) && h.request() {
 				e.rmaDone(h.id, fi.Code(err))
 			}
 		} else if m.hdr.Data == bulkWrite {
@@ -683,11 +689,11 @@ func (e *Endpoint) rmaArrive(p rmaPeer, k rmaInKey, src uint64, hdr msgHdr, eage
 		return
 	}
 	body := eager[rmaHdrLen:]
-	if h.kind != rmaAnswer && h.kind != rmaKeyInfo && h.kind != rmaNotify && h.kind != rmaRevoke {
+	if h.request() {
 		e.stats[p.kind()].rmaServed++
-	}
-	if h.flags&rfWantKey != 0 && (h.kind == rmaWrite || h.kind == rmaRead || h.kind == rmaAtomic) && p.net != nil {
-		e.rmaSendKeyInfo(p, h.key)
+		if h.flags&rfWantKey != 0 && p.net != nil {
+			e.rmaSendKeyInfo(p, h.key)
+		}
 	}
 	switch h.kind {
 	case rmaKeyInfo:
@@ -857,6 +863,12 @@ func (e *Endpoint) rmaAnswerTo(p rmaPeer, id uint64, err error, data []byte) {
 	if err != nil {
 		h.status = int32(-fi.Code(err))
 	}
+	e.rmaSendHdr(p, &h, data)
+}
+
+// rmaSendHdr queues a one-sided message of one piece: h, then data (an
+// answer's inline data; none for key news and notices).
+func (e *Endpoint) rmaSendHdr(p rmaPeer, h *rmaHdr, data []byte) {
 	b := make([]byte, rmaHdrLen+len(data))
 	h.put(b)
 	copy(b[rmaHdrLen:], data)

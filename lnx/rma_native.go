@@ -262,9 +262,7 @@ func (e *Endpoint) rmaNativeDone(sid uint64, err error) bool {
 			// written now. It leaves before the initiator's own
 			// completion, so that anything the application sends
 			// the target after that completion arrives after it.
-			b := make([]byte, rmaHdrLen)
-			n.notify.put(b)
-			e.rmaSend(rmaOut{p: o.peer, hdr: msgHdr{Flags: hdrRMA}, iov: [][]byte{b}})
+			e.rmaSendHdr(o.peer, n.notify, nil)
 		}
 	}
 	e.rmaDone(n.id, codeOf(err))
@@ -318,9 +316,7 @@ func (e *Endpoint) rmaSendKeyInfo(p rmaPeer, key uint64) {
 		}
 	}
 	d.keys.mu.Unlock()
-	b := make([]byte, rmaHdrLen)
-	i.put(b)
-	e.rmaSend(rmaOut{p: p, hdr: msgHdr{Flags: hdrRMA}, iov: [][]byte{b}})
+	e.rmaSendHdr(p, &i, nil)
 }
 
 // rmaRevoke tells p that the MR of lnx key key, whose core key it learnt
@@ -335,10 +331,7 @@ func (e *Endpoint) rmaRevoke(p rmaPeer, key uint64) {
 	}
 	defer e.kickIfBusy()
 	e.rmaS()
-	i := rmaHdr{kind: rmaRevoke, key: key}
-	b := make([]byte, rmaHdrLen)
-	i.put(b)
-	e.rmaSend(rmaOut{p: p, hdr: msgHdr{Flags: hdrRMA}, iov: [][]byte{b}})
+	e.rmaSendHdr(p, &rmaHdr{kind: rmaRevoke, key: key}, nil)
 }
 
 // rmaForgetKey drops a cached core key its target revoked (initiator
