@@ -263,6 +263,6 @@ func (e *Endpoint) watchArmed(w *watchSet) {
 func (e *Endpoint) watchPaced(w *watchSet) {
 	if e.local < len(e.cores) {
 		w.net = true
-		w.addDue(e.t0Mono + int64(e.netLast+e.netGap()))
+		w.addDue(monoNs(e.t0.Add(e.netLast + e.netGap())))
 	}
 }

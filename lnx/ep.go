@@ -111,12 +111,6 @@ type epInFlight struct {
 	rma      *rmaState                 // one-sided operations (rma.go), nil until used
 }
 
-// newEpPolling starts an endpoint's network cadence now.
-func newEpPolling() epPolling {
-	t := time.Now()
-	return epPolling{t0: t, t0Mono: monoNs(t)}
-}
-
 // epPolling is the progress side: the network cadence (netDue), the
 // callbacks the cores' polls report to (made once: no allocation per
 // poll), and the CQ read driving progress.
@@ -129,7 +123,6 @@ type epPolling struct {
 	netSeen     bool          // a network core carried something (netBusy): netGap is no longer netColdGap
 	netLast     time.Duration // since t0, when a quiet network core was last polled
 	t0          time.Time
-	t0Mono      int64 // t0 as CLOCK_MONOTONIC ns (monoNs), for the gate's due
 	arriveFn    func(*shm.Arrival) bool
 	sendDone    func(uint64, error)
 	pullDone    func(*ofi.Rendezvous, uint64, error)
@@ -182,7 +175,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 		epRouting:  epRouting{node: NodeID(d.cfg), routes: map[uint64]*route{}},
 		epMatching: epMatching{tagged: peers.NewSerialQueue(true), untagged: peers.NewSerialQueue(false), unexpMax: d.cfg.UnexpectedMax},
 		epInFlight: epInFlight{sends: map[uint64]*sendCtx{}, pulls: map[*pendingPull]struct{}{}},
-		epPolling:  newEpPolling()}
+		epPolling:  epPolling{t0: time.Now()}}
 	e.minMultiRecv = e.injectSize()
 	if info.HasTx {
 		e.txFlags = info.Tx.OpFlags
