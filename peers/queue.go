@@ -423,6 +423,18 @@ func (q *Queue) Cancel(pred func(*Recv) bool) *Recv {
 	return nil
 }
 
+// AppendPosted appends every posted receive to dst in post order and
+// returns the extended slice (for a caller that hands them all elsewhere,
+// as lnx lends them to its C layer).
+func (q *Queue) AppendPosted(dst []*Recv) []*Recv {
+	q.lock()
+	defer q.unlock()
+	for r := q.allPosted.head; r != nil; r = r.links[rAll].next {
+		dst = append(dst, r)
+	}
+	return dst
+}
+
 // Queue is the queue r is posted on, or nil when it is not posted.
 func (r *Recv) Queue() *Queue { return r.q }
 

@@ -518,3 +518,37 @@ func TestRepost(t *testing.T) {
 		}()
 	}
 }
+
+// TestAppendPosted: every posted receive, exact and wildcard alike, in
+// post order, and none that a message or Unpost took.
+func TestAppendPosted(t *testing.T) {
+	q := NewQueue(true)
+	rs := []*Recv{
+		{Src: 1, Tag: 1, Ctx: 0},
+		{Src: anySrc, Tag: 1, Ctx: 1},
+		{Src: 2, Tag: 0, Ignore: 3, Ctx: 2},
+		{Src: 1, Tag: 1, Ctx: 3},
+		{Src: 1, Tag: 2, Ctx: 4},
+	}
+	for _, r := range rs {
+		q.Post(r)
+	}
+	if got := q.Arrive(&Msg{Src: 1, Tag: 1}); got != rs[0] {
+		t.Fatalf("Arrive matched %v, want rs[0]", got.Ctx)
+	}
+	q.Unpost(rs[2])
+	dst := make([]*Recv, 1, 8) // appended after what dst holds
+	got := q.AppendPosted(dst)
+	want := []*Recv{nil, rs[1], rs[3], rs[4]}
+	if len(got) != len(want) {
+		t.Fatalf("AppendPosted returned %d receives, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("AppendPosted[%d] is not the receive posted in that place", i)
+		}
+	}
+	if p, _, _ := q.Stats(); p != 3 {
+		t.Fatalf("AppendPosted changed the queue: %d posted", p)
+	}
+}
