@@ -34,7 +34,7 @@ static ssize_t cq_read_common(struct fid_cq *cq, void *buf, size_t count, fi_add
 	if (n)
 		return n;
 	if (!timeout) {
-		int a = lnx_arm_take(&c->gate);
+		int a = lnx_arm_take(&c->gate, count < LNX_ARM_SLOTS ? (int)count : LNX_ARM_SLOTS);
 		if (a > 0)
 			return lnx_cring_read(c->cring, buf, count, src);
 		if (a == 0 && lnx_cq_idle(&c->gate))

@@ -2,7 +2,7 @@
 /*
  * Receives posted without a call into Go (struct lnx_fast's rxq): queued
  * for Go to post, in order, the next time it runs for the endpoint, or
- * re-armed in place of the armed receive C just completed (arm.c). Go's
+ * armed behind the receives Go lent C (arm.c). Go's
  * side is lnx/fast.go and lnx/arm.go.
  */
 #include "lnx_capi.h"
@@ -10,38 +10,40 @@
 #include "lnx_ops.h"
 
 /*
- * lnx_rearm arms a receive in place of the one C completed (struct
- * lnx_arm's rearm): only while the rings are lent, nothing is armed and
- * no receive is queued, so the new one is the oldest outstanding. Go posts
- * it to its own queue when it takes the rings back, if it is still
- * pending then. Returns 1 when armed.
+ * lnx_arm_post arms a receive behind those lent (struct lnx_arm's rearm):
+ * only while the rings are lent, a slot is free and no receive is queued
+ * for Go, so the armed ones are every receive outstanding, in post order.
+ * Go posts it to its own queue when it takes the rings back, if it is
+ * still pending then. Returns 1 when armed.
  */
-static int lnx_rearm(struct lnx_fast *f, const struct iovec *iov, void **desc, size_t count,
-		     fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx, int kind)
+static int lnx_arm_post(struct lnx_fast *f, const struct iovec *iov, void **desc, size_t count,
+			fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx, int kind)
 {
 	struct lnx_arm *a = &f->arm;
 	if (!__atomic_load_n(&a->rearm, __ATOMIC_RELAXED) ||
-	    !__atomic_load_n(&a->lent, __ATOMIC_RELAXED) ||
-	    __atomic_load_n(&a->on, __ATOMIC_RELAXED))
+	    !__atomic_load_n(&a->lent, __ATOMIC_RELAXED))
 		return 0;
 	if (__atomic_exchange_n(&a->lock, 1, __ATOMIC_ACQUIRE))
 		return 0;
 	int ok = 0;
 	lnx_spin_lock(&f->rxq_lock);
-	if (__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) && a->rearm && !a->on &&
-	    __atomic_load_n(&f->rx_on, __ATOMIC_ACQUIRE) &&
+	if (__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) && a->rearm &&
+	    a->tail - a->head < LNX_ARM_SLOTS && __atomic_load_n(&f->rx_on, __ATOMIC_ACQUIRE) &&
 	    f->rxq_tail == __atomic_load_n(&f->rxq_head, __ATOMIC_ACQUIRE)) {
 		int tagged = (kind & LNX_OP_TAGGED) != 0;
-		a->buf = count ? iov[0].iov_base : NULL;
-		a->len = count ? iov[0].iov_len : 0;
-		a->desc = count && desc ? (uintptr_t)desc[0] : 0;
-		a->ctx = ctx;
-		a->src = a->directed ? src : FI_ADDR_UNSPEC;
-		a->tag = tag;
-		a->ignore = tagged ? ignore : ~(uint64_t)0;
-		a->tagged = tagged;
-		a->c_armed = 1;
-		__atomic_store_n(&a->on, 1, __ATOMIC_RELEASE);
+		uint32_t i = a->tail & (LNX_ARM_SLOTS - 1);
+		struct lnx_arm_slot *s = &a->s[i];
+		s->buf = count ? iov[0].iov_base : NULL;
+		s->len = count ? iov[0].iov_len : 0;
+		s->desc = count && desc ? (uintptr_t)desc[0] : 0;
+		s->ctx = ctx;
+		s->src = a->directed ? src : FI_ADDR_UNSPEC;
+		s->tag = tag;
+		s->ignore = tagged ? ignore : ~(uint64_t)0;
+		s->tagged = tagged;
+		s->go_index = -1;
+		a->done[i] = 0;
+		a->tail++;
 		ok = 1;
 	}
 	lnx_spin_unlock(&f->rxq_lock);
@@ -66,7 +68,7 @@ ssize_t lnx_fast_recv(struct lnx_fast *f, const struct iovec *iov, void **desc, 
 	struct lnx_gate *g = __atomic_load_n(&f->rx_gate, __ATOMIC_ACQUIRE);
 	if (!g || (count && iov[0].iov_len && !iov[0].iov_base))
 		return LNX_FAST_DECLINED;
-	if (lnx_rearm(f, iov, desc, count, src, tag, ignore, ctx, kind))
+	if (lnx_arm_post(f, iov, desc, count, src, tag, ignore, ctx, kind))
 		return 0;
 	ssize_t ret = LNX_FAST_DECLINED;
 	lnx_spin_lock(&f->rxq_lock);

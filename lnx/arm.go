@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/lnx-go/lnx-go/internal/fi"
+	"github.com/lnx-go/lnx-go/peers"
 )
 
 // An armed receive lets C complete a message without entering Go. The
@@ -56,22 +57,22 @@ func (e *Endpoint) someCoreLends() bool {
 	return false
 }
 
-// arm lends the rings and the endpoint's one posted receive to C when the
+// arm lends the rings and the endpoint's posted receives to C when the
 // case holds (e locked, after progress). It reports whether it did; the
 // caller then watches only the claim word (C watches the rings).
 func (e *Endpoint) arm() bool {
-	if !e.canArm || e.armed != nil {
+	if !e.canArm || e.armed {
 		return false
 	}
-	r := e.lastPost
-	if r == nil || r.rec.Queue() == nil || r.n > 1 || r.dev || r.multi != nil || (e.rxSel && r.flags&fi.COMPLETION == 0) {
-		return false
-	}
-	tp, tu, _ := e.queue(true).Stats()
-	up, uu, _ := e.queue(false).Stats()
-	tc, _ := e.queue(true).Claimed()
-	uc, _ := e.queue(false).Claimed()
-	if tp+up != 1 || tu+uu+tc+uc != 0 {
+	tq, uq := e.queue(true), e.queue(false)
+	tp, tu, _ := tq.Stats()
+	up, uu, _ := uq.Stats()
+	tc, _ := tq.Claimed()
+	uc, _ := uq.Claimed()
+	// With none posted the rings are lent all the same: receives posted
+	// next are armed in C (lnx_arm_post) instead of queued for Go.
+	n := tp + up
+	if n > ArmSlots || tu+uu+tc+uc != 0 {
 		return false
 	}
 	// C's completions go ahead of Go's in fi_cq_read: arm only when the CQ
@@ -88,6 +89,23 @@ func (e *Endpoint) arm() bool {
 		e.armAfterRead = held && alone
 		return false
 	}
+	// Each queue in post order; C matches a message only against
+	// receives of its own kind, so the two need no order between them.
+	e.armRecs = tq.AppendPosted(uq.AppendPosted(e.armRecs[:0]))
+	src := peers.AddrUnspec
+	if n > 0 {
+		src = e.armRecs[0].Src
+	}
+	for _, rec := range e.armRecs {
+		r := rec.Ctx.(*recvCtx)
+		if r.n > 1 || r.dev || r.multi != nil || (e.rxSel && r.flags&fi.COMPLETION == 0) {
+			clear(e.armRecs)
+			return false
+		}
+		if rec.Src != src {
+			src = peers.AddrUnspec
+		}
+	}
 	a := &e.fast.arm
 	a.nrings = 0
 	a.net, a.netSrc = 0, fi.ADDR_NOTAVAIL
@@ -98,33 +116,36 @@ func (e *Endpoint) arm() bool {
 		var ok bool
 		switch c := c.(type) {
 		case *shmCore:
-			ok = c.lend(a, r)
+			ok = c.lend(a, src)
 		case *netCore:
-			ok = c.lend(a, r)
+			ok = c.lend(a, src)
 		default:
-			ok = c.lend(a, r)
+			ok = c.lend(a, src)
 		}
 		if !ok {
 			for _, l := range e.cores[:i] {
 				l.takeBack(nil)
 			}
+			clear(e.armRecs)
 			return false
 		}
 	}
-	// recvLocked already made the source AddrUnspec without
-	// FI_DIRECTED_RECV, so C compares it as posted.
-	a.tagged = 0
-	if r.rec.Queue().Tagged() {
-		a.tagged = 1
+	// recvLocked already made each source AddrUnspec without
+	// FI_DIRECTED_RECV, so C compares them as posted.
+	for i, rec := range e.armRecs {
+		r := rec.Ctx.(*recvCtx)
+		s := &a.s[i]
+		*s = armSlot{ctx: uintptr(r.ctx), src: rec.Src, tag: rec.Tag, ignore: rec.Ignore, goIndex: int32(i)}
+		if rec.Queue() == tq {
+			s.tagged = 1
+		}
+		if r.n > 0 {
+			s.buf, s.len = uintptr(r.iov[0].Ptr), r.iov[0].Len
+		}
+		a.done[i], a.goDone[i] = 0, 0
 	}
-	a.buf, a.len = 0, 0
-	if r.n > 0 {
-		a.buf, a.len = uintptr(r.iov[0].Ptr), r.iov[0].Len
-	}
-	a.ctx = uintptr(r.ctx)
-	a.src, a.tag, a.ignore = r.rec.Src, r.rec.Tag, r.rec.Ignore
-	a.cArmed, a.goDone, a.desc = 0, 0, 0
-	// C may arm the next receive itself unless its completion would
+	a.head, a.tail, a.ngo = 0, uint64(n), uint32(n)
+	// C may arm further receives itself unless their completion would
 	// depend on flags fi_recv does not carry (selective completion, unless
 	// FI_COMPLETION is among the default receive flags).
 	a.rearm, a.directed = 0, 0
@@ -134,41 +155,38 @@ func (e *Endpoint) arm() bool {
 	if e.Info.Caps&fi.DIRECTED_RECV != 0 || e.Info.Caps == 0 {
 		a.directed = 1
 	}
-	atomic.StoreUint32(&a.on, 1)
 	atomic.StoreUint32(&a.lent, 1)
 	atomic.StoreUintptr(&q.gate.m.arm, uintptr(unsafe.Pointer(a)))
-	e.armed = r
+	e.armed = true
 	return true
 }
 
-// disarm takes the rings back from C (e locked; see lock). If C
-// completed the armed receive, it leaves the posted queue here.
+// disarm takes the rings back from C (e locked; see lock). The receives
+// C completed leave the posted queues here, and those C armed and left
+// pending join them, behind the rest.
 func (e *Endpoint) disarm() {
-	r := e.armed
-	if r == nil {
+	if !e.armed {
 		return
 	}
-	e.armed = nil
+	e.armed = false
 	a := &e.fast.arm
 	for !atomic.CompareAndSwapUint32(&a.lock, 0, 1) {
-		// A C reader holds it for one record at most.
+		// A C reader holds it while it takes a few records.
 	}
 	atomic.StoreUint32(&a.lent, 0)
-	// Go's receive is done if C completed it; one C armed in its place
-	// (re-arming) and left pending goes to Go's queue below.
-	taken := a.goDone != 0 || a.cArmed == 0 && atomic.LoadUint32(&a.on) == 0
-	pending := a.cArmed != 0 && atomic.LoadUint32(&a.on) != 0
-	var rearmed queuedRecv
-	if pending {
-		// C memory and the application's pointers, never Go's.
-		rearmed = queuedRecv{buf: a.buf, len: a.len, desc: a.desc, ctx: a.ctx, src: a.src, tag: a.tag,
-			ignore: a.ignore, kind: QueuedIov}
-		if a.tagged != 0 {
-			rearmed.kind |= QueuedTagged
+	// C memory and the application's pointers, never Go's.
+	pend := e.armPend[:0]
+	for p := a.head; p != a.tail; p++ {
+		i := p & (ArmSlots - 1)
+		if s := &a.s[i]; a.done[i] == 0 && s.goIndex < 0 {
+			qr := queuedRecv{buf: s.buf, len: s.len, desc: s.desc, ctx: s.ctx, src: s.src, tag: s.tag,
+				ignore: s.ignore, kind: QueuedIov}
+			if s.tagged != 0 {
+				qr.kind |= QueuedTagged
+			}
+			pend = append(pend, qr)
 		}
 	}
-	atomic.StoreUint32(&a.on, 0)
-	a.cArmed, a.goDone = 0, 0
 	heads := e.armHeads[:a.nrings]
 	for i := range heads {
 		heads[i] = a.r[i].head
@@ -191,14 +209,22 @@ func (e *Endpoint) disarm() {
 			c.takeBack(heads)
 		}
 	}
-	if taken {
-		r.rec.Queue().Unpost(&r.rec)
-		e.putRecv(r)
+	// lent is 0: C writes none of a any more.
+	for i, rec := range e.armRecs[:a.ngo] {
+		if a.goDone[i] != 0 {
+			r := rec.Ctx.(*recvCtx)
+			rec.Queue().Unpost(rec)
+			e.putRecv(r)
+		}
 	}
-	if pending {
-		// The oldest receive not yet in Go's queue: before any C queued.
-		e.postQueued(&rearmed)
+	clear(e.armRecs)
+	e.armRecs = e.armRecs[:0]
+	// Posted after every receive still in Go's queues, before any C
+	// queued (takeQueued runs after this).
+	for i := range pend {
+		e.postQueued(&pend[i])
 	}
+	e.armPend = pend[:0]
 }
 
 // unhookArm stops the receive CQ's C side from reading this endpoint's

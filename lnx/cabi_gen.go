@@ -23,6 +23,9 @@ const (
 	// ArmRings is LNX_ARM_RINGS, the most inbound rings lent: with more,
 	// nothing is armed.
 	ArmRings = 8
+	// ArmSlots is LNX_ARM_SLOTS, the most receives armed at once (a power
+	// of 2).
+	ArmSlots = 128
 	// FastPeers is LNX_FAST_PEERS, the bound of the fi_addrs C can send
 	// to.
 	FastPeers = 4096
@@ -94,35 +97,47 @@ type armRing struct {
 	src      uint64  // Go: the sender's fi_addr
 }
 
-// armMem mirrors struct lnx_arm: an endpoint's armed receive (arm.go), in C
+// armSlot mirrors struct lnx_arm_slot: one armed receive (arm.go), in C
+// memory. See docs/design.md for who writes and reads each word.
+type armSlot struct {
+	_ structs.HostLayout
+
+	buf     uintptr
+	len     uint64
+	ctx     uintptr
+	src     uint64 // as posted: src is FI_ADDR_UNSPEC for any
+	tag     uint64
+	ignore  uint64
+	desc    uintptr // C-posted: the caller's descriptor (lnx MR handle or 0)
+	tagged  uint32
+	goIndex int32
+}
+
+// armMem mirrors struct lnx_arm: an endpoint's armed receives (arm.go), in C
 // memory. See docs/design.md for who writes and reads each word.
 type armMem struct {
 	_ structs.HostLayout
 
 	lent   uint32 // Go sets; cleared by Go under lock: C may consume
-	on     uint32 // Go sets; C clears when it completes the receive
 	lock   uint32 // C readers (try) and Go taking the rings back
 	nrings uint32
-	tagged uint32
-	_      uint32
-	buf    uintptr
-	len    uint64
-	ctx    uintptr
-	src    uint64 // as posted: src is FI_ADDR_UNSPEC for any
-	tag    uint64
-	ignore uint64
+
+	// Posting: while lent, a receive posted while nothing is queued for Go
+	// joins the slots at once (fi_recv and fi_trecv of one host buffer),
+	// so that a ping-pong or a window of receives never enters Go.
+	rearm    uint32 // Go: C may post
+	directed uint32 // Go: the endpoint honours a receive's source
+	ngo      uint32 // Go: how many receives it lent (slots 0..ngo-1 first)
+
+	// The lent receives, in post order: slots [head, tail) mod
+	// LNX_ARM_SLOTS, some of them done (done[] by slot); C advances head
+	// past those done at the front, and records in go_done the Go receives
+	// it completed.
+	head   uint64
+	tail   uint64
 	cring  uintptr // C: the receive CQ's completion ring
 	net    uintptr // Go: the lent transport (void * for lnx_tp_peek), or 0
-	netSrc uint64  // Go: fi_addr of the peer C may take a message of
-
-	// Re-arming: once C completed the armed receive, a receive posted
-	// while nothing is queued may take its place at once (fi_recv and
-	// fi_trecv of one host buffer), so that a ping-pong never enters Go.
-	rearm    uint32  // Go: C may re-arm
-	directed uint32  // Go: the endpoint honours a receive's source
-	cArmed   uint32  // C: the receive armed is one C posted
-	goDone   uint32  // C: C completed the receive Go armed
-	desc     uintptr // C: the C-posted receive's descriptor (lnx MR handle or 0)
+	netSrc uint64  // Go: fi_addr of the peer C may take messages of
 
 	// Receives C completed and their bytes, by core (0 shm, 1 network),
 	// under lock; Go adds them to its statistics and clears them when it
@@ -130,6 +145,9 @@ type armMem struct {
 	doneMsgs  [2]uint64
 	doneBytes [2]uint64
 	r         [ArmRings]armRing
+	done      [ArmSlots]byte
+	goDone    [ArmSlots]byte
+	s         [ArmSlots]armSlot
 }
 
 // fastMem mirrors struct lnx_fast: an endpoint's C fast paths (fast.go), in C

@@ -79,12 +79,13 @@ type core interface {
 	// only one (struct lnx_arm has one network slot).
 	canLend() bool
 
-	// lend lends the core to C with the arm a for the receive r (e
-	// locked, a not yet published): it fills the core's part of a. false:
+	// lend lends the core to C with the arm a for receives from src (the
+	// source every lent receive names, else AddrUnspec; e locked, a not
+	// yet published): it fills the core's part of a. false:
 	// not now; the caller then takes back the cores lent before it and
 	// does not arm. A paced core that progress would not poll on every
 	// call is left to Go (lend returns true, nothing lent).
-	lend(a *armMem, r *recvCtx) bool
+	lend(a *armMem, src uint64) bool
 
 	// takeBack takes the core back from C after lend (disarm, or a later
 	// core's lend failing): heads are the positions C left in the lent

@@ -51,10 +51,9 @@ func (c *netCore) poll() {
 
 // lend lends the transport when progress would poll it on every call
 // (netHotNow); a quiet one stays with Go, polled on its clock. C may
-// complete the armed receive with the next eager message of the one
-// network peer it can come from: the posted source, or for any source
-// the last network sender.
-func (c *netCore) lend(a *armMem, r *recvCtx) bool {
+// complete the armed receives with eager messages of one network peer:
+// the source they all name, or else the last network sender.
+func (c *netCore) lend(a *armMem, src uint64) bool {
 	e := c.e
 	if !e.netHotNow() {
 		return true
@@ -62,7 +61,6 @@ func (c *netCore) lend(a *armMem, r *recvCtx) bool {
 	if !c.sole {
 		return false
 	}
-	src := r.rec.Src
 	var p *ofi.Peer
 	if src == peers.AddrUnspec && e.lastNet != nil {
 		src = e.av.byNetID(e.lastNet.ID())

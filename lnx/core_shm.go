@@ -65,7 +65,7 @@ func (c *shmCore) armedWords(w *watchSet) {
 
 // lend describes the active inbound rings in a. A sender not in the AV
 // keeps the rings with Go, which reports it as such.
-func (c *shmCore) lend(a *armMem, _ *recvCtx) bool {
+func (c *shmCore) lend(a *armMem, _ uint64) bool {
 	var views [ArmRings]shm.RingView
 	n, ok := c.ep.Lend(views[:])
 	if !ok {

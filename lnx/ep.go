@@ -150,14 +150,16 @@ type epFast struct {
 	mrOf func(uintptr) *MR
 	// queuedOp carries each receive C queued into recvLocked (e locked).
 	queuedOp Op
-	// Armed receives: whether the endpoint may arm, the receive lent to C
-	// (nil: the cores are Go's), the last receive posted.
+	// Armed receives: whether the endpoint may arm, whether receives are
+	// lent to C (false: the cores are Go's), those Go lent (in C's slot
+	// order), and disarm's copy of those C armed and left pending.
 	canArm   bool
 	canRearm bool // C may arm the next receive itself (FI_LNX_REARM_RECV)
 	// armAfterRead: the last arm failed only for completions in the CQ.
 	armAfterRead bool
-	armed        *recvCtx
-	lastPost     *recvCtx
+	armed        bool
+	armRecs      []*peers.Recv
+	armPend      []queuedRecv
 	lastNet      *ofi.Peer // the last network sender (nil: unknown), for netCore.lend
 	// armHeads is disarm's copy of the ring heads C left, handed to each
 	// core's takeBack. A field, not a local: a local passed through the

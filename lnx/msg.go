@@ -556,7 +556,6 @@ func (e *Endpoint) recvLocked(op *Op) error {
 		for {
 			m := q.Post(&r.rec)
 			if m == nil {
-				e.lastPost = r
 				return nil
 			}
 			c, more := e.carve(r, m.Size)
@@ -569,9 +568,7 @@ func (e *Endpoint) recvLocked(op *Op) error {
 	}
 	if m := q.Post(&r.rec); m != nil {
 		e.deliverUnexpected(r, m, kind)
-		return nil
 	}
-	e.lastPost = r
 	return nil
 }
 

@@ -167,15 +167,17 @@ struct lnx_rxq_entry {
 	uint32_t kind, pad;
 };
 /*
- * An armed receive (lnx/arm.go): when an endpoint has exactly one posted
- * receive and nothing unexpected, Go lends C its inbound shm rings and
- * that receive. fi_cq_read then checks the rings in C; an eager record
- * that the receive takes is copied, consumed and completed in C without
- * entering Go. Anything else on a ring (another kind, a mismatch, a
- * truncation) sends the read to Go, which takes the rings back first.
- * While a network core is busy Go may lend its transport too (net,
- * lnx_tp_lend.h): C then reads that core's CQ and takes an eager
- * message of the peer net_src names the same way.
+ * Armed receives (lnx/arm.go): when an endpoint's posted receives are all
+ * simple (one host buffer, completion wanted) and no more than
+ * LNX_ARM_SLOTS, and nothing is unexpected, Go lends C its inbound shm
+ * rings and those receives, in post order. fi_cq_read then checks the
+ * rings in C; an eager record is matched against the lent receives as Go
+ * would match it (the earliest posted that takes it), copied, consumed and
+ * completed in C without entering Go. Anything else on a ring (another
+ * kind, no receive for it, a truncation) sends the read to Go, which takes
+ * the rings back first. While a network core is busy Go may lend its
+ * transport too (net, lnx_tp_lend.h): C then reads that core's CQ and
+ * takes eager messages of the peer net_src names the same way.
  */
 #define LNX_ARM_RINGS 8
 struct lnx_arm_ring {
@@ -185,32 +187,44 @@ struct lnx_arm_ring {
 	uintptr_t fwd_head; /* Go: uint64_t * the sender reads: consumed position */
 	uint64_t src;	    /* Go: the sender's fi_addr */
 };
-struct lnx_arm {
-	uint32_t lent; /* Go sets; cleared by Go under lock: C may consume */
-	uint32_t on;   /* Go sets; C clears when it completes the receive */
-	uint32_t lock; /* C readers (try) and Go taking the rings back */
-	uint32_t nrings;
-	uint32_t tagged, pad;
+/* An armed receive: one Go lent (go_index is its index in Go's list) or
+ * one C posted while lent (go_index is -1). */
+#define LNX_ARM_SLOTS 128
+struct lnx_arm_slot {
 	void *buf;
 	uint64_t len;
 	void *ctx;
 	uint64_t src, tag, ignore; /* as posted: src is FI_ADDR_UNSPEC for any */
-	struct lnx_cring *cring;   /* C: the receive CQ's completion ring */
-	uintptr_t net;		   /* Go: the lent transport (void * for lnx_tp_peek), or 0 */
-	uint64_t net_src;	   /* Go: fi_addr of the peer C may take a message of */
-	/* Re-arming: once C completed the armed receive, a receive posted
-	 * while nothing is queued may take its place at once (fi_recv and
-	 * fi_trecv of one host buffer), so that a ping-pong never enters Go. */
-	uint32_t rearm;	   /* Go: C may re-arm */
+	uintptr_t desc;		   /* C-posted: the caller's descriptor (lnx MR handle or 0) */
+	uint32_t tagged;
+	int32_t go_index;
+};
+struct lnx_arm {
+	uint32_t lent; /* Go sets; cleared by Go under lock: C may consume */
+	uint32_t lock; /* C readers (try) and Go taking the rings back */
+	uint32_t nrings;
+	/* Posting: while lent, a receive posted while nothing is queued for Go
+	 * joins the slots at once (fi_recv and fi_trecv of one host buffer),
+	 * so that a ping-pong or a window of receives never enters Go. */
+	uint32_t rearm;	   /* Go: C may post */
 	uint32_t directed; /* Go: the endpoint honours a receive's source */
-	uint32_t c_armed;  /* C: the receive armed is one C posted */
-	uint32_t go_done;  /* C: C completed the receive Go armed */
-	uintptr_t desc;	   /* C: the C-posted receive's descriptor (lnx MR handle or 0) */
+	uint32_t ngo;	   /* Go: how many receives it lent (slots 0..ngo-1 first) */
+	/* The lent receives, in post order: slots [head, tail) mod
+	 * LNX_ARM_SLOTS, some of them done (done[] by slot); C advances head
+	 * past those done at the front, and records in go_done the Go
+	 * receives it completed. */
+	uint64_t head, tail;
+	struct lnx_cring *cring; /* C: the receive CQ's completion ring */
+	uintptr_t net;		 /* Go: the lent transport (void * for lnx_tp_peek), or 0 */
+	uint64_t net_src;	 /* Go: fi_addr of the peer C may take messages of */
 	/* Receives C completed and their bytes, by core (0 shm, 1 network),
 	 * under lock; Go adds them to its statistics and clears them when it
 	 * takes the rings back. */
 	uint64_t done_msgs[2], done_bytes[2];
 	struct lnx_arm_ring r[LNX_ARM_RINGS];
+	uint8_t done[LNX_ARM_SLOTS];
+	uint8_t go_done[LNX_ARM_SLOTS];
+	struct lnx_arm_slot s[LNX_ARM_SLOTS];
 };
 struct lnx_fast {
 	uint32_t on;		  /* Go: C may send */

@@ -116,8 +116,9 @@ LNX_HIDDEN ssize_t lnx_fast_recv(struct lnx_fast *f, const struct iovec *iov, vo
 				 void *ctx, int kind);
 
 #define LNX_ARM_GO (-1) /* a record C cannot take: Go must run */
-/* The armed receive (arm.c): 1 completed, 0 nothing new, or LNX_ARM_GO. */
-LNX_HIDDEN int lnx_arm_take(struct lnx_gate *g);
+/* Armed receives (arm.c): how many of up to budget it completed, 0 for
+ * nothing new, or LNX_ARM_GO. */
+LNX_HIDDEN int lnx_arm_take(struct lnx_gate *g, int budget);
 
 /* The completion ring and the gate (cq_ring.c). */
 LNX_HIDDEN int lnx_cq_idle(struct lnx_gate *g);

@@ -23,7 +23,12 @@
  * receive op flags and the CQ bound with FI_SELECTIVE_COMPLETION. lnx's C
  * layer must complete those receives as well (its ctests check
  * FI_LNX_DUMP_STATS's "received in C" count).
+ *
+ * "send_formats <cfg> window" does the same with windows of receives
+ * posted ahead of their messages (see window below), which lnx's C layer
+ * must match and complete too; the plain run includes them.
  */
+#include <unistd.h>
 #include "common.h"
 
 #define N	  24 /* sends with a completion */
@@ -240,6 +245,123 @@ static void pingpong(struct peer *p, void *arg)
 	free(sb);
 }
 
+/*
+ * Windows of receives, as MPI's streaming benchmarks post them: B posts
+ * WIN receives, then tells A to send WIN messages, and reads their
+ * completions; WROUNDS times. The receives are posted in the reverse of
+ * the order the messages come in, two of them share a tag (the earlier
+ * posted takes the earlier message), one message is too large for lnx's
+ * eager path (a rendezvous in the middle of the window), and the last
+ * receive posted is for any source and any tag, taking the one message no
+ * other receive matches. Every completion must name the receive the
+ * matching rules give it, with that message's payload, length, tag and CQ
+ * data. A sleeps a little before each window so that B's receives are
+ * posted, and lent to lnx's C layer, before the messages arrive (the case
+ * lnx completes them in C; the stats ctest counts them).
+ */
+#define WIN	64
+#define WROUNDS 16
+#define WTAG	0x3000
+#define WBIG	(WIN / 2)
+#define WGO	0x2fff
+static size_t win_len(int m)
+{
+	return m == WBIG ? 65536 : (size_t)(m * 37) % 1000;
+}
+static uint64_t win_tag(int m)
+{
+	if (m == WIN - 1)
+		return WTAG + 0x999; /* only the any-tag receive takes it */
+	return WTAG + (uint64_t)(m == 11 ? 10 : m);
+}
+/* The receive (post index) message m completes: receives are posted for
+ * messages WIN-2 down to 0, then the any-tag one; messages 10 and 11 share
+ * a tag, so 10, sent first, takes the earlier posted of the two (11's). */
+static int win_recv_of(int m)
+{
+	if (m == WIN - 1)
+		return WIN - 1;
+	if (m == 10 || m == 11)
+		return WIN - 2 - (m == 10 ? 11 : 10);
+	return WIN - 2 - m;
+}
+
+static void window(struct peer *p, void *arg)
+{
+	fi_addr_t d = peer_addr(p);
+	uint8_t *b[WIN];
+	struct fi_context2 ctx[WIN], goc;
+	for (int m = 0; m < WIN; m++)
+		b[m] = xmalloc(65536);
+	uint8_t go[8];
+	barrier(p);
+	for (int r = 0; r < WROUNDS; r++) {
+		struct fi_cq_tagged_entry e;
+		if (p->rank == 0) { /* A: sends the window when B says go */
+			POST(p->l.cq, fi_trecv(p->l.ep, go, sizeof(go), NULL, d, WGO, 0, &goc));
+			if (!read_one(p->l.cq, &e, WAIT_MS))
+				FAIL("window round %d: no go from the receiver", r);
+			usleep(20000);
+			for (int m = 0; m < WIN; m++) {
+				size_t len = win_len(m);
+				fill_pattern(b[m], len, 100 * r + m);
+				if (m % 3 == 0)
+					POST(p->l.cq, fi_tsenddata(p->l.ep, b[m], len, NULL,
+								   0xd0000 + 100 * r + m, d,
+								   win_tag(m), &ctx[m]));
+				else
+					POST(p->l.cq, fi_tsend(p->l.ep, b[m], len, NULL, d,
+							       win_tag(m), &ctx[m]));
+			}
+			for (int k = 0; k < WIN; k++)
+				if (!read_one(p->l.cq, &e, WAIT_MS))
+					FAIL("window round %d: %d of %d send completions", r, k,
+					     WIN);
+			continue;
+		}
+		/* B: post, say go, take the window's completions. */
+		int msg_of[WIN], seen[WIN] = { 0 };
+		for (int m = 0; m < WIN; m++)
+			msg_of[win_recv_of(m)] = m;
+		for (int j = 0; j < WIN; j++) {
+			int m = msg_of[j];
+			size_t cap = m == WBIG ? 65536 : 1024;
+			memset(b[j], 0xee, cap);
+			if (j == WIN - 1)
+				POST(p->l.cq, fi_trecv(p->l.ep, b[j], cap, NULL, FI_ADDR_UNSPEC, 0,
+						       ~(uint64_t)0, &ctx[j]));
+			else
+				POST(p->l.cq,
+				     fi_trecv(p->l.ep, b[j], cap, NULL, d, win_tag(m), 0, &ctx[j]));
+		}
+		struct fi_context2 gos;
+		memset(go, 0, sizeof(go));
+		POST(p->l.cq, fi_tsend(p->l.ep, go, sizeof(go), NULL, d, WGO, &gos));
+		for (int k = 0; k < WIN + 1; k++) {
+			if (!read_one(p->l.cq, &e, WAIT_MS))
+				FAIL("window round %d: %d of %d completions", r, k, WIN + 1);
+			if (e.op_context == &gos)
+				continue;
+			int j = (int)((struct fi_context2 *)e.op_context - ctx);
+			EXPECT(j >= 0 && j < WIN && !seen[j]++,
+			       "window round %d: bad or repeated receive context %p", r,
+			       e.op_context);
+			int m = msg_of[j];
+			size_t len = win_len(m);
+			long long off = check_pattern(b[j], len, 100 * r + m);
+			EXPECT(off < 0, "window round %d: message %d in receive %d differs at %lld",
+			       r, m, j, off);
+			EXPECT(len == (m == WBIG ? 65536 : 1024) || b[j][len] == 0xee,
+			       "window round %d: receive %d written past message %d", r, j, m);
+			check_recv(&e, len, b[j], m % 3 == 0, 0xd0000 + 100 * (uint64_t)r + m,
+				   win_tag(m), "window message", m);
+		}
+	}
+	barrier(p);
+	for (int m = 0; m < WIN; m++)
+		free(b[m]);
+}
+
 static void receiver(struct peer *p, void *arg)
 {
 	struct fi_context2 ctx[2 * N];
@@ -289,6 +411,14 @@ int main(int argc, char **argv)
 			       1 :
 			       0;
 	}
+	if (argc > 2 && !strcmp(argv[argc - 1], "window")) {
+		g_fmt = o.cq_format = FI_CQ_FORMAT_TAGGED;
+		o.selective = 1;
+		return run_pair("send_formats windows, selective completion", &o, window, window,
+				NULL) ?
+			       1 :
+			       0;
+	}
 	for (size_t f = 0; f < sizeof(fmts) / sizeof(fmts[0]); f++) {
 		g_fmt = fmts[f];
 		o.cq_format = g_fmt;
@@ -297,6 +427,8 @@ int main(int argc, char **argv)
 		failed |= run_pair(name, &o, sender, receiver, NULL);
 		snprintf(name, sizeof(name), "send_formats ping-pong format %d", g_fmt);
 		failed |= run_pair(name, &o, pingpong, pingpong, NULL);
+		snprintf(name, sizeof(name), "send_formats windows format %d", g_fmt);
+		failed |= run_pair(name, &o, window, window, NULL);
 	}
 	return failed ? 1 : 0;
 }
