@@ -69,10 +69,12 @@ func (e *Endpoint) arm() bool {
 	up, uu, _ := uq.Stats()
 	tc, _ := tq.Claimed()
 	uc, _ := uq.Claimed()
-	// With none posted the rings are lent all the same: receives posted
-	// next are armed in C (lnx_arm_post) instead of queued for Go.
+	// With none posted the cores are lent all the same if C may arm
+	// receives: the next ones posted are armed in C (lnx_arm_post) instead
+	// of queued for Go, and C sends over a lent network core.
+	rearm := e.canRearm && (!e.rxSel || e.rxFlags&fi.COMPLETION != 0)
 	n := tp + up
-	if n > ArmSlots || tu+uu+tc+uc != 0 {
+	if n > ArmSlots || n == 0 && !rearm || tu+uu+tc+uc != 0 {
 		return false
 	}
 	// C's completions go ahead of Go's in fi_cq_read: arm only when the CQ
@@ -149,7 +151,7 @@ func (e *Endpoint) arm() bool {
 	// depend on flags fi_recv does not carry (selective completion, unless
 	// FI_COMPLETION is among the default receive flags).
 	a.rearm, a.directed = 0, 0
-	if e.canRearm && (!e.rxSel || e.rxFlags&fi.COMPLETION != 0) {
+	if rearm {
 		a.rearm = 1
 	}
 	if e.Info.Caps&fi.DIRECTED_RECV != 0 || e.Info.Caps == 0 {
