@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/lnx-go/lnx-go/internal/fi"
+	"github.com/lnx-go/lnx-go/peers"
 )
 
 // An armed receive lets C complete a message without entering Go. The
@@ -63,15 +64,29 @@ func (e *Endpoint) arm() bool {
 	if !e.canArm || e.armed != nil {
 		return false
 	}
-	r := e.lastPost
-	if r == nil || r.rec.Queue() == nil || r.n > 1 || r.dev || r.multi != nil || (e.rxSel && r.flags&fi.COMPLETION == 0) {
-		return false
-	}
 	tp, tu, _ := e.queue(true).Stats()
 	up, uu, _ := e.queue(false).Stats()
 	tc, _ := e.queue(true).Claimed()
 	uc, _ := e.queue(false).Claimed()
-	if tp+up != 1 || tu+uu+tc+uc != 0 {
+	if tu+uu+tc+uc != 0 {
+		return false
+	}
+	rearm := e.canRearm && (!e.rxSel || e.rxFlags&fi.COMPLETION != 0)
+	r := e.lastPost
+	switch {
+	case tp+up == 1:
+		if r == nil || r.rec.Queue() == nil || r.n > 1 || r.dev || r.multi != nil || (e.rxSel && r.flags&fi.COMPLETION == 0) {
+			return false
+		}
+	case tp+up == 0 && rearm:
+		// No receive posted (Go completed the last one): lend the cores
+		// with nothing armed, so that C arms the next receive posted and
+		// sends over the lent network core, rather than a ping-pong's
+		// every post, send and poll entering Go from then on. A message
+		// that arrives first is Go's (C takes nothing while on is 0).
+		r = &e.noRecv
+		r.rec.Src = peers.AddrUnspec
+	default:
 		return false
 	}
 	// C's completions go ahead of Go's in fi_cq_read: arm only when the CQ
@@ -114,11 +129,11 @@ func (e *Endpoint) arm() bool {
 	// recvLocked already made the source AddrUnspec without
 	// FI_DIRECTED_RECV, so C compares it as posted.
 	a.tagged = 0
-	if r.rec.Queue().Tagged() {
+	if r != &e.noRecv && r.rec.Queue().Tagged() {
 		a.tagged = 1
 	}
 	a.buf, a.len = 0, 0
-	if r.n > 0 {
+	if r.n > 0 && r != &e.noRecv {
 		a.buf, a.len = uintptr(r.iov[0].Ptr), r.iov[0].Len
 	}
 	a.ctx = uintptr(r.ctx)
@@ -128,13 +143,15 @@ func (e *Endpoint) arm() bool {
 	// depend on flags fi_recv does not carry (selective completion, unless
 	// FI_COMPLETION is among the default receive flags).
 	a.rearm, a.directed = 0, 0
-	if e.canRearm && (!e.rxSel || e.rxFlags&fi.COMPLETION != 0) {
+	if rearm {
 		a.rearm = 1
 	}
 	if e.Info.Caps&fi.DIRECTED_RECV != 0 || e.Info.Caps == 0 {
 		a.directed = 1
 	}
-	atomic.StoreUint32(&a.on, 1)
+	if r != &e.noRecv {
+		atomic.StoreUint32(&a.on, 1)
+	}
 	atomic.StoreUint32(&a.lent, 1)
 	atomic.StoreUintptr(&q.gate.m.arm, uintptr(unsafe.Pointer(a)))
 	e.armed = r
@@ -156,7 +173,7 @@ func (e *Endpoint) disarm() {
 	atomic.StoreUint32(&a.lent, 0)
 	// Go's receive is done if C completed it; one C armed in its place
 	// (re-arming) and left pending goes to Go's queue below.
-	taken := a.goDone != 0 || a.cArmed == 0 && atomic.LoadUint32(&a.on) == 0
+	taken := r != &e.noRecv && (a.goDone != 0 || a.cArmed == 0 && atomic.LoadUint32(&a.on) == 0)
 	pending := a.cArmed != 0 && atomic.LoadUint32(&a.on) != 0
 	var rearmed queuedRecv
 	if pending {

@@ -122,6 +122,7 @@ type epPolling struct {
 	netHot      int
 	netSeen     bool          // a network core carried something (netBusy): netGap is no longer netColdGap
 	netLast     time.Duration // since t0, when a quiet network core was last polled
+	netActiveAt time.Duration // since t0, the last traffic seen on a network core (netActive)
 	t0          time.Time
 	arriveFn    func(*shm.Arrival) bool
 	sendDone    func(uint64, error)
@@ -158,7 +159,10 @@ type epFast struct {
 	armAfterRead bool
 	armed        *recvCtx
 	lastPost     *recvCtx
-	lastNet      *ofi.Peer // the last network sender (nil: unknown), for netCore.lend
+	// noRecv stands for "no receive" in armed: the cores are lent with
+	// nothing armed, for C to arm the next receive posted (arm.go).
+	noRecv  recvCtx
+	lastNet *ofi.Peer // the last network sender (nil: unknown), for netCore.lend
 	// armHeads is disarm's copy of the ring heads C left, handed to each
 	// core's takeBack. A field, not a local: a local passed through the
 	// core interface would be allocated on every disarm.
