@@ -223,10 +223,17 @@ void lnx_tp_consume(void *tp)
 {
 	struct lnx_tp *t = tp;
 	struct lnx_tp_lend *l = &t->lend;
-	const uint8_t *b = l->bounce + (uint64_t)t->evs[0].op * l->buf_size;
+	uint32_t op = t->evs[0].op;
+	uint8_t *b = l->bounce + (uint64_t)op * l->buf_size;
 	uint16_t c;
 	memcpy(&c, b + 2, 2);
-	l->took_op[l->took++] = t->evs[0].op;
+	/* The payload is copied out: the buffer goes back to the core now, as
+	 * Go's repost would (the op stays pending), so that C may take any
+	 * number of messages in one lending. */
+	if (lnx_tp_recv(t, op, b, l->buf_size) == 0)
+		l->reposted++;
+	else
+		l->took_op[l->took++] = op;
 	l->rx_seq++;
 	l->stashed = 0;
 	if (l->window) {
