@@ -34,9 +34,9 @@ int lnx_tp_peek(void *tp);
 int lnx_tp_look(void *tp, struct lnx_tp_msg *m);
 
 /* Takes the message lnx_tp_look described, once the caller has copied its
- * payload: C reposts its bounce buffer (or leaves that to Go if the core
- * refuses), and Go accounts for it (sequence, credits) when it takes the
- * transport back. */
+ * payload: the next lnx_tp_peek reposts its bounce buffer (or leaves that
+ * to Go if the core refuses), and Go accounts for it (sequence, credits)
+ * when it takes the transport back. */
 void lnx_tp_consume(void *tp);
 
 /* Sends an eager message of len bytes (flags, tag and data as in lnx's
