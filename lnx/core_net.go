@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/lnx-go/lnx-go/peers"
 	"github.com/lnx-go/lnx-go/peers/ofi"
@@ -44,7 +45,9 @@ func (c *netCore) armedWords(*watchSet) {}
 func (c *netCore) poll() {
 	e := c.e
 	n := c.t.Poll(c.arrive, e.sendDone, e.pullDone)
-	if n > 0 || e.netSends > 0 || len(e.pulls) > 0 {
+	if n > 0 {
+		e.netActive()
+	} else if e.netSends > 0 || len(e.pulls) > 0 {
 		e.netBusy()
 	}
 }
@@ -89,15 +92,23 @@ func (c *netCore) takeBack([]uint64) {
 }
 
 // reclaim takes the lent transport back: what C took or read counts as
-// network activity, and C's reads of the core as polls.
+// network activity, and C's reads of the core as polls, except that they
+// do not cool the core within netHotMin of its last activity: C reads a
+// fast core (libfabric shm) netHotPolls times in a fraction of a round
+// trip between processes that share CPUs, and a core gone quiet is read
+// only every netQuietGap (C then takes nothing: arm lends it no more).
 func (c *netCore) reclaim() {
 	c.lent = false
 	e := c.e
 	active, reads := c.t.Reclaim()
-	e.netHot -= int(min(reads, uint64(e.netHot)))
 	if active {
-		e.netBusy()
+		e.netActive()
+		return
 	}
+	if reads >= uint64(e.netHot) && time.Since(e.t0)-e.netActiveAt < netHotMin {
+		return
+	}
+	e.netHot -= int(min(reads, uint64(e.netHot)))
 }
 
 // writeStats: how the transport carried the sends: one core message each

@@ -122,6 +122,7 @@ type epPolling struct {
 	netHot      int
 	netSeen     bool          // a network core carried something (netBusy): netGap is no longer netColdGap
 	netLast     time.Duration // since t0, when a quiet network core was last polled
+	netActiveAt time.Duration // since t0, the last traffic seen on a network core (netActive)
 	t0          time.Time
 	arriveFn    func(*shm.Arrival) bool
 	sendDone    func(uint64, error)

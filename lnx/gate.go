@@ -37,6 +37,9 @@ import (
 const (
 	gateSkipShm = 256
 	gateSkipNet = 64
+	// gateLentGap: while C reads a lent network core, idle answers
+	// enter Go for its slower duties at most this often (publish).
+	gateLentGap = time.Millisecond
 )
 
 // gate is a CQ's view of its C gate; without C memory (Go tests) it does
@@ -174,6 +177,12 @@ func (g *gate) publish(w *watchSet) {
 	due := uint64(0)
 	if w.net && !w.lent && w.due > 0 {
 		due = uint64(w.due)
+	} else if w.lent {
+		// C reads the lent network core itself: Go's slower duties
+		// (housekeeping, liveness probes) are on clocks of 10 ms and
+		// more, so a run of idle answers need not enter Go before
+		// gateLentGap has passed.
+		due = uint64(monoNs(time.Now().Add(gateLentGap)))
 	}
 	if m.due != due {
 		atomic.StoreUint64(&m.due, due)

@@ -958,6 +958,13 @@ func (e *Endpoint) netGap() time.Duration {
 // while.
 func (e *Endpoint) netBusy() { e.netHot, e.netSeen = netHotPolls, true }
 
+// netActive is netBusy for traffic seen on a network core (arrivals, or
+// messages C took or sent), whose time starts netHotMin (netCore.reclaim).
+func (e *Endpoint) netActive() {
+	e.netBusy()
+	e.netActiveAt = time.Since(e.t0)
+}
+
 // A quiet network core is polled every netQuietGap (the most a message
 // from another node waits after a long silence, a fraction of a network
 // round trip), or netColdGap before it ever carried anything and while no
@@ -969,6 +976,7 @@ const (
 	netColdGap  = time.Millisecond
 	netRMAGap   = 2 * time.Microsecond
 	netHotPolls = 4096
+	netHotMin   = time.Millisecond
 )
 
 func (e *Endpoint) onSendDone(id uint64, err error) {

@@ -36,7 +36,8 @@
 #define LNX_WIRE_VERSION 1
 #define LNX_KIND_EAGER	 1
 #define LNX_HDR_EAGER	 40
-/* Messages C may take in one lending: their bounce buffers wait for Go. */
+/* Messages C may take in one lending whose bounce buffers it could not
+ * repost itself (the core said -FI_EAGAIN): those wait for Go. */
 #define LNX_LEND_TAKES 32
 
 struct lnx_op {
@@ -67,8 +68,9 @@ struct lnx_tp_lend {
 	uint64_t eager_max; /* Go: largest eager payload */
 	uint8_t *bounce;    /* Go: the bounce buffers */
 	int32_t stashed;    /* C: events in evs Go has not seen; Go clears it */
-	uint32_t took;	    /* C: messages it took (at most LNX_LEND_TAKES) */
-	uint32_t took_op[LNX_LEND_TAKES]; /* C: their bounce slots, for Go to repost */
+	uint32_t took;	    /* C: messages it took, not reposted yet (at most LNX_LEND_TAKES) */
+	uint32_t took_op[LNX_LEND_TAKES]; /* C: their bounce slots, for C or Go to repost */
+	uint32_t reposted;		  /* C: messages it took whose bounce buffers it reposted */
 	uint32_t owe;			  /* Go: a taken message earns its sender a credit */
 	uint32_t owe_max;		  /* Go: credits owed that Go must return itself */
 	/* Sending to the same peer: small eager messages with fi_inject. */

@@ -28,13 +28,15 @@ struct lnx_tp_msg {
 int lnx_tp_peek(void *tp);
 
 /* Describes the stash if it is exactly one eager message of the lent
- * peer, next in that peer's order, and C may take one more (it takes a
- * bounded number per lending, and none that would make Go owe the sender
- * a credit message): 1, else 0. */
+ * peer, next in that peer's order, and C may take one more (none that
+ * would make Go owe the sender a credit message, nor more than a bounded
+ * number whose bounce buffers wait for Go): 1, else 0. */
 int lnx_tp_look(void *tp, struct lnx_tp_msg *m);
 
-/* Takes the message lnx_tp_look described; Go accounts for it (sequence,
- * credits, bounce buffer) when it takes the transport back. */
+/* Takes the message lnx_tp_look described, once the caller has copied its
+ * payload: the next lnx_tp_peek reposts its bounce buffer (or leaves that
+ * to Go if the core refuses), and Go accounts for it (sequence, credits)
+ * when it takes the transport back. */
 void lnx_tp_consume(void *tp);
 
 /* Sends an eager message of len bytes (flags, tag and data as in lnx's

@@ -170,9 +170,30 @@ int lnx_tp_drain(struct lnx_tp *t, int max)
 	return n;
 }
 
+/* lnx_tp_repost hands the bounce buffers of the messages C took back to
+ * the core, as Go's repost would (the op stays pending), so that C may
+ * take any number of messages in one lending; those the core refuses stay
+ * in took_op for Go. It runs at the next peek, not in lnx_tp_consume, so
+ * that the post is not between a message and its completion. */
+static void lnx_tp_repost(struct lnx_tp *t)
+{
+	struct lnx_tp_lend *l = &t->lend;
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < l->took; i++) {
+		uint32_t op = l->took_op[i];
+		if (lnx_tp_recv(t, op, l->bounce + (uint64_t)op * l->buf_size, l->buf_size) == 0)
+			l->reposted++;
+		else
+			l->took_op[k++] = op;
+	}
+	l->took = k;
+}
+
 int lnx_tp_peek(void *tp)
 {
 	struct lnx_tp *t = tp;
+	if (t->lend.took)
+		lnx_tp_repost(t);
 	if (t->lend.stashed)
 		return t->lend.stashed;
 	int n = lnx_tp_drain(t, LNX_EV_MAX);
@@ -226,6 +247,8 @@ void lnx_tp_consume(void *tp)
 	const uint8_t *b = l->bounce + (uint64_t)t->evs[0].op * l->buf_size;
 	uint16_t c;
 	memcpy(&c, b + 2, 2);
+	/* The payload is copied out; the buffer goes back to the core at the
+	 * next lnx_tp_peek (lnx_tp_repost), after the completion. */
 	l->took_op[l->took++] = t->evs[0].op;
 	l->rx_seq++;
 	l->stashed = 0;

@@ -135,6 +135,10 @@ func (k *core) setLend(pool, bufSize int, eagerMax uint64, bounce unsafe.Pointer
 	*(*uintptr)(unsafe.Pointer(&l.bounce)) = uintptr(bounce)
 }
 
+// lendTakes is how many messages C may take in one lending without
+// reposting their bounce buffers (LNX_LEND_TAKES).
+const lendTakes = C.LNX_LEND_TAKES
+
 // lendState is what a lending hands C about its peer and gets back.
 type lendState struct {
 	peer    uint64 // the peer's id (0: none)
@@ -150,14 +154,15 @@ type lendState struct {
 
 	oweMax uint32 // credits owed that Go returns itself
 
-	took []uint32 // back: the bounce slots of the messages C took
-	sent uint32   // back: messages C sent
+	took     []uint32 // back: the bounce slots of the messages C took and did not repost
+	reposted uint32   // back: messages C took and reposted the bounce buffers of
+	sent     uint32   // back: messages C sent
 }
 
 // lend starts a lending with s.
 func (k *core) lend(s *lendState) {
 	l := &k.c.lend
-	l.peer, l.rx_seq, l.took, l.sent = C.uint64_t(s.peer), C.uint32_t(s.rxSeq), 0, 0
+	l.peer, l.rx_seq, l.took, l.reposted, l.sent = C.uint64_t(s.peer), C.uint32_t(s.rxSeq), 0, 0, 0
 	l.owe, l.owe_max, l.tx_on = cBool(s.owe), C.uint32_t(s.oweMax), cBool(s.txOn)
 	l.tx_seq, l.window, l.credits, l.owed = C.uint32_t(s.txSeq), C.uint32_t(s.window), C.int32_t(s.credits), C.uint32_t(s.owed)
 	l.tx_addr, l.id = C.uint64_t(s.txAddr), C.uint64_t(s.id)
@@ -171,8 +176,8 @@ func (k *core) lent(s *lendState) {
 	for _, op := range l.took_op[:min(int(l.took), len(l.took_op))] {
 		s.took = append(s.took, uint32(op))
 	}
-	s.sent = uint32(l.sent)
-	l.peer, l.took, l.tx_on, l.sent = 0, 0, 0, 0
+	s.reposted, s.sent = uint32(l.reposted), uint32(l.sent)
+	l.peer, l.took, l.reposted, l.tx_on, l.sent = 0, 0, 0, 0, 0
 }
 
 func cBool(b bool) C.uint32_t {

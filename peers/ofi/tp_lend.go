@@ -10,12 +10,14 @@ import "unsafe"
 // reads the core CQ itself (lnx_tp_peek, lnx_tp_lend.h) and keeps what it
 // read in a stash that the next Poll starts from, and it may take eager
 // messages of one peer, each the next in that peer's order, that match
-// the armed receive (lnx_tp_look, lnx_tp_consume): up to LNX_LEND_TAKES,
-// and only while the credits they earn their sender stay below what Go
-// returns by a message of its own. It may also send that peer eager
-// messages that fit the core's fi_inject (lnx_tp_send_eager). Reclaim
-// then does for all of them what Poll and Send would have: the peer's
-// sequence numbers, the credits both ways, the bounce buffers' reposts.
+// the armed receive (lnx_tp_look, lnx_tp_consume), reposting their
+// bounce buffers itself (up to LNX_LEND_TAKES whose repost the core
+// refused wait for Go), and only while the credits they earn their sender
+// stay below what Go returns by a message of its own. It may also send
+// that peer eager messages that fit the core's fi_inject
+// (lnx_tp_send_eager). Reclaim then does for all of them what Poll and
+// Send would have: the peer's sequence numbers, the credits both ways,
+// the reposts C left.
 // Everything else C read (other kinds, other peers, completions of our
 // own operations, a message C may not take) waits in the stash for Poll,
 // in core CQ order.
@@ -64,6 +66,9 @@ func (t *Transport) Reclaim() (active bool, reads uint64) {
 		t.repost(idx)
 		t.stats.Arrivals++
 	}
+	// The ones C reposted stay pending, as posted by Go.
+	t.stats.Arrivals += uint64(s.reposted)
+	took := len(s.took) != 0 || s.reposted != 0
 	if p != nil {
 		p.rxSeq, p.txSeq, p.owed = s.rxSeq, s.txSeq, s.owed
 		if p.window != 0 {
@@ -74,11 +79,11 @@ func (t *Transport) Reclaim() (active bool, reads uint64) {
 			p.active = true
 			t.stats.Injected += uint64(s.sent)
 		}
-		if len(s.took) != 0 {
+		if took {
 			t.heard(p)
 			t.gotCredits(p, 0) // C added what the message returned
 			t.creditsDue(p)
 		}
 	}
-	return len(s.took) != 0 || s.sent != 0 || t.k.stashed(), t.k.reads() - t.lendReads
+	return took || s.sent != 0 || t.k.stashed(), t.k.reads() - t.lendReads
 }

@@ -27,6 +27,13 @@
  * "send_formats <cfg> window" does the same with windows of receives
  * posted ahead of their messages (see window below), which lnx's C layer
  * must match and complete too; the plain run includes them.
+ *
+ * "send_formats <cfg> late" runs only the ping-pong, the receiver waiting
+ * 200 us between posting its receive and reading the CQ, so that each
+ * message has arrived before the read that finds it. When lnx's Go
+ * completes a receive (as it does the first), the next one must still be
+ * armed in C (the endpoint is lent to C with no receive armed): its ctest
+ * checks the "received in C" count over libfabric's shm as network core.
  */
 #include <unistd.h>
 #include "common.h"
@@ -35,6 +42,7 @@
 #define GUARD_LEN 64
 
 static enum fi_cq_format g_fmt;
+static int g_late; /* "late": read each receive's CQ 200 us after posting it */
 
 /* Reads one entry of the CQ's format into a tagged entry (fields the format
  * lacks are left 0), with fi_cq_readfrom into *src when src is given;
@@ -209,6 +217,8 @@ static void pingpong(struct peer *p, void *arg)
 			memset(rb, 0xee, max + GUARD_LEN);
 			POST(p->l.cq, fi_trecv(p->l.ep, rb, max, NULL, any ? FI_ADDR_UNSPEC : d,
 					       tag, 0, &rc));
+			if (g_late)
+				usleep(200);
 			struct fi_cq_tagged_entry e;
 			fi_addr_t src = FI_ADDR_NOTAVAIL;
 			if (!read_one_from(p->l.cq, &e, WAIT_MS, any ? &src : NULL))
@@ -403,6 +413,14 @@ int main(int argc, char **argv)
 	static const enum fi_cq_format fmts[] = { FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_MSG,
 						  FI_CQ_FORMAT_DATA, FI_CQ_FORMAT_TAGGED };
 	int failed = 0;
+	if (argc > 2 && !strcmp(argv[argc - 1], "late")) {
+		g_fmt = o.cq_format = FI_CQ_FORMAT_TAGGED;
+		g_late = 1;
+		return run_pair("send_formats ping-pong, late reads", &o, pingpong, pingpong,
+				NULL) ?
+			       1 :
+			       0;
+	}
 	if (argc > 2 && !strcmp(argv[argc - 1], "selective")) {
 		g_fmt = o.cq_format = FI_CQ_FORMAT_TAGGED;
 		o.selective = 1;

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
+package lnx
+
+import (
+	"testing"
+	"time"
+)
+
+// TestGateLentDue: while C reads a lent network core itself, the gate
+// gives C a clock (due, gateLentGap ahead) so that a run of idle answers
+// does not enter Go every skipMax reads for duties on clocks of 10 ms and
+// more; a quiet core Go polls keeps its own due, and shm alone none.
+func TestGateLentDue(t *testing.T) {
+	m := new(gateMem)
+	g := gate{m: m}
+	now := monoNs(time.Now())
+	g.publish(&watchSet{net: true, lent: true})
+	if d := int64(m.due) - now; d < int64(gateLentGap)/2 || d > int64(gateLentGap)+int64(time.Second) {
+		t.Fatalf("lent network core: due %d ns ahead, want about %v", d, gateLentGap)
+	}
+	if m.skipMax != gateSkipShm {
+		t.Fatalf("lent network core: skipMax %d", m.skipMax)
+	}
+	quiet := now + int64(20*time.Microsecond)
+	g.publish(&watchSet{net: true, due: quiet})
+	if int64(m.due) != quiet || m.skipMax != gateSkipNet {
+		t.Fatalf("quiet network core: due %d skipMax %d, want %d %d", m.due, m.skipMax, quiet, gateSkipNet)
+	}
+	g.publish(&watchSet{})
+	if m.due != 0 {
+		t.Fatalf("shm only: due %d, want 0", m.due)
+	}
+}
