@@ -161,7 +161,11 @@ type epFast struct {
 	armed        bool
 	armRecs      []*peers.Recv
 	armPend      []queuedRecv
-	lastNet      *ofi.Peer // the last network sender (nil: unknown), for netCore.lend
+	// lastBig: the last message to arrive was not eager (a rendezvous, an
+	// IPC handle), which C cannot complete: arm does not lend with no
+	// receive posted then, as the next call into Go would only take back.
+	lastBig bool
+	lastNet *ofi.Peer // the last network sender (nil: unknown), for netCore.lend
 	// armHeads is disarm's copy of the ring heads C left, handed to each
 	// core's takeBack. A field, not a local: a local passed through the
 	// core interface would be allocated on every disarm.
