@@ -70,6 +70,15 @@ func (f *Fabric) OpenDomain() (*Domain, error) {
 	return d, nil
 }
 
+// provName is the core provider's name (its fabric_attr->prov_name).
+func (d *Domain) provName() string {
+	info := d.f.info
+	if info == nil || info.fabric_attr == nil || info.fabric_attr.prov_name == nil {
+		return ""
+	}
+	return C.GoString(info.fabric_attr.prov_name)
+}
+
 // Close closes the core domain.
 func (d *Domain) Close() error {
 	err := check("core domain close", C.lnx_fid_close(unsafe.Pointer(d.dom)))
