@@ -10,11 +10,12 @@
 #include "lnx_internal.h"
 #include "lnx_tp_lend.h"
 
-/* lnx_arm_match: the slot (a position in [head, tail)) of the earliest
- * posted receive pending that takes an eager message with lnx header flags
- * hflags and tag from src, as Go's queues would match it; -1 if none does,
- * or the message is of a kind C leaves to Go (a->lock held). */
-static int64_t lnx_arm_match(const struct lnx_arm *a, uint64_t hflags, uint64_t tag, uint64_t src)
+/* lnx_arm_match: the slot (the index in s of a position in [head, tail))
+ * of the earliest posted receive pending that takes an eager message with
+ * lnx header flags hflags and tag from src, as Go's queues would match it;
+ * -1 if none does, or the message is of a kind C leaves to Go (a->lock
+ * held). */
+static int32_t lnx_arm_match(const struct lnx_arm *a, uint64_t hflags, uint64_t tag, uint64_t src)
 {
 	if (hflags & ~(uint64_t)(LNX_HDR_TAGGED | LNX_HDR_DATA))
 		return -1;
@@ -28,19 +29,31 @@ static int64_t lnx_arm_match(const struct lnx_arm *a, uint64_t hflags, uint64_t 
 			continue;
 		if (s->src != FI_ADDR_UNSPEC && s->src != src)
 			continue;
-		return (int64_t)p;
+		return (int32_t)i;
 	}
 	return -1;
 }
 
-/* lnx_arm_done completes the receive in slot p with a message from core (0
+/* lnx_arm_claim: the slot of the receive that takes an eager message
+ * (lnx_arm_match) if it takes it whole and the completion ring has room
+ * for its completion, which it then holds (a->lock held; cring's lock
+ * taken, lnx_arm_done releases it); -1 when the message needs Go. */
+static int32_t lnx_arm_claim(struct lnx_arm *a, uint64_t hflags, uint64_t tag, uint64_t src,
+			     uint64_t size)
+{
+	int32_t i = lnx_arm_match(a, hflags, tag, src);
+	if (i < 0 || size > a->s[i].len || !lnx_cring_reserve(a->cring))
+		return -1;
+	return i;
+}
+
+/* lnx_arm_done completes the receive in slot i with a message from core (0
  * shm, 1 network) already copied into its buffer (a->lock and cr->lock
  * held, room reserved). */
-static void lnx_arm_done(struct lnx_arm *a, struct lnx_cring *cr, uint64_t p, int core,
+static void lnx_arm_done(struct lnx_arm *a, struct lnx_cring *cr, uint32_t i, int core,
 			 uint64_t hflags, uint64_t size, uint64_t data, uint64_t tag, uint64_t src)
 {
 	int tagged = (hflags & LNX_HDR_TAGGED) != 0, has_data = (hflags & LNX_HDR_DATA) != 0;
-	uint32_t i = p & (LNX_ARM_SLOTS - 1);
 	const struct lnx_arm_slot *s = &a->s[i];
 	if (s->go_index >= 0)
 		a->go_done[s->go_index] = 1;
@@ -68,15 +81,14 @@ static int lnx_arm_take_net(struct lnx_arm *a, int budget)
 		if (n == 0)
 			break;
 		struct lnx_tp_msg m;
-		int64_t p;
+		int32_t i;
 		if (n != 1 || !lnx_tp_look(t, &m) ||
-		    (p = lnx_arm_match(a, m.flags, m.tag, a->net_src)) < 0 ||
-		    m.size > a->s[p & (LNX_ARM_SLOTS - 1)].len || !lnx_cring_reserve(a->cring))
+		    (i = lnx_arm_claim(a, m.flags, m.tag, a->net_src, m.size)) < 0)
 			return done ? done : LNX_ARM_GO;
 		if (m.size)
-			memcpy(a->s[p & (LNX_ARM_SLOTS - 1)].buf, m.payload, m.size);
+			memcpy(a->s[i].buf, m.payload, m.size);
 		lnx_tp_consume(t);
-		lnx_arm_done(a, a->cring, (uint64_t)p, 1, m.flags, m.size, m.data, m.tag,
+		lnx_arm_done(a, a->cring, (uint32_t)i, 1, m.flags, m.size, m.data, m.tag,
 			     a->net_src);
 		done++;
 	}
@@ -122,24 +134,21 @@ int lnx_arm_take(struct lnx_gate *g, int budget)
 			uint64_t kf = rec->kf, hflags = kf >> 32, size = rec->size;
 			uint64_t need = (LNX_REC_HDR + size + LNX_REC_LINE - 1) &
 					~(uint64_t)(LNX_REC_LINE - 1);
-			int64_t p;
+			int32_t k;
 			if ((kf & 0xff) != LNX_REC_EAGER || size > r->eager_max ||
 			    off + need > r->size) {
 				go = 1; /* another kind, or corruption Go reports */
 				break;
 			}
-			if ((p = lnx_arm_match(a, hflags, rec->tag, r->src)) < 0 ||
-			    size > a->s[p & (LNX_ARM_SLOTS - 1)].len ||
-			    !lnx_cring_reserve(a->cring)) {
+			if ((k = lnx_arm_claim(a, hflags, rec->tag, r->src, size)) < 0) {
 				go = 1;
 				break;
 			}
 			if (size)
-				memcpy(a->s[p & (LNX_ARM_SLOTS - 1)].buf,
-				       (const char *)rec + LNX_REC_HDR, size);
+				memcpy(a->s[k].buf, (const char *)rec + LNX_REC_HDR, size);
 			r->head += need;
 			__atomic_store_n((uint64_t *)r->fwd_head, r->head, __ATOMIC_RELEASE);
-			lnx_arm_done(a, a->cring, (uint64_t)p, 0, hflags, size, rec->data, rec->tag,
+			lnx_arm_done(a, a->cring, (uint32_t)k, 0, hflags, size, rec->data, rec->tag,
 				     r->src);
 			done++;
 		}
