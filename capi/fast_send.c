@@ -6,11 +6,39 @@
  * (cq_ring.c). Go's side is lnx/fast.go; docs/design.md says who writes
  * which word.
  */
+#include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "lnx_capi.h"
 #include "lnx_internal.h"
 #include "lnx_ops.h"
 #include "lnx_tp_lend.h"
+
+/*
+ * lnx_copyable reports whether buf may be copied: a buffer of at most a
+ * page is, one of more when every page it covers is mapped (mincore:
+ * ENOMEM for a hole), as shm.Endpoint.Send checks: a buffer shorter than
+ * the length the application gave then goes to Go, which fails the send,
+ * instead of faulting the process here.
+ */
+static int lnx_copyable(const void *buf, size_t len)
+{
+	static uintptr_t pg;
+	if (!pg)
+		pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	if (len <= pg)
+		return 1;
+	unsigned char vec[64];
+	uintptr_t start = (uintptr_t)buf & ~(pg - 1), end = (uintptr_t)buf + len;
+	while (start < end) {
+		uintptr_t n = end - start < sizeof(vec) * pg ? end - start : sizeof(vec) * pg;
+		if (mincore((void *)start, n, vec) != 0 && (errno == ENOMEM || errno == EFAULT))
+			return 0;
+		start += n;
+	}
+	return 1;
+}
 
 /*
  * lnx_fast_put_shm appends an eager record to a same-node peer's shm ring
@@ -23,6 +51,8 @@ static ssize_t lnx_fast_put_shm(struct lnx_txslot *s, uint64_t hflags, uint64_t 
 				const void *buf, size_t len)
 {
 	ssize_t ret = LNX_FAST_DECLINED;
+	if (!lnx_copyable(buf, len))
+		return ret; /* Go reports a short buffer */
 	lnx_spin_lock(&s->lock);
 	if (!s->ready || len > s->eager_max ||
 	    __atomic_load_n((const uint64_t *)s->peer_state, __ATOMIC_ACQUIRE) != LNX_SHM_PEER_OPEN)

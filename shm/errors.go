@@ -54,6 +54,10 @@ var (
 	// to another endpoint; or a Peer belongs to another endpoint.
 	ErrBadHandle = errors.New("shm: invalid handle")
 
+	// ErrBadBuffer means a piece of an eager send is not mapped over its
+	// whole length (memmap); nothing was sent.
+	ErrBadBuffer = errors.New("shm: send buffer not mapped over its length")
+
 	// ErrClosed means the endpoint was closed.
 	ErrClosed = errors.New("shm: endpoint closed")
 )

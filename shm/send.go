@@ -5,6 +5,8 @@ package shm
 import (
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/lnx-go/lnx-go/internal/memmap"
 )
 
 // attach claims a free inbound ring in p's region.
@@ -98,6 +100,14 @@ func (e *Endpoint) Send(p *Peer, h Hdr, iov [][]byte, sendID uint64) (done bool,
 	}
 	if size > p.eagerMax {
 		return e.sendRndv(p, h, iov, size, sendID)
+	}
+	// A piece of more than a page is checked before it is copied: a
+	// buffer shorter than the application said fails the send instead of
+	// faulting the process. A smaller one costs no system call.
+	for _, b := range iov {
+		if uintptr(len(b)) > memmap.PageSize && !memmap.Mapped(b) {
+			return false, ErrBadBuffer
+		}
 	}
 	need := (recHdrSize + size + lineBytes - 1) &^ (lineBytes - 1)
 	tail := p.tail

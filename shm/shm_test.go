@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1035,5 +1036,38 @@ func TestSendThenCloseBeforePoll(t *testing.T) {
 		if got[0].hdr.Tag != uint64(round) || !bytes.Equal(got[0].data, payload) {
 			t.Fatalf("round %d: got tag %d data %v", round, got[0].hdr.Tag, got[0].data)
 		}
+	}
+}
+
+// TestEagerShortBuffer: an eager send whose piece of more than a page is
+// not mapped over its length fails with ErrBadBuffer instead of faulting,
+// writes nothing into the ring, and the next message arrives intact.
+func TestEagerShortBuffer(t *testing.T) {
+	cfg := Config{RingBytes: 128 << 10, EagerMax: 16 << 10}
+	a, b, ab, _ := pair(t, cfg, cfg)
+	pg := syscall.Getpagesize()
+	m, err := syscall.Mmap(-1, 0, 3*pg, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := uintptr(unsafe.Pointer(&m[0]))
+	defer syscall.Syscall(syscall.SYS_MUNMAP, base, uintptr(2*pg), 0)
+	if _, _, e := syscall.Syscall(syscall.SYS_MUNMAP, base+uintptr(2*pg), uintptr(pg), 0); e != 0 {
+		t.Fatal(e)
+	}
+	short := m[:3*pg] // the third page is gone
+	if done, err := a.Send(ab, Hdr{Tag: 1}, [][]byte{short}, 1); !errors.Is(err, ErrBadBuffer) || done {
+		t.Fatalf("Send from a short buffer: done=%v err=%v, want ErrBadBuffer", done, err)
+	}
+	good := pattern(2*pg, 7)
+	if done, err := a.Send(ab, Hdr{Tag: 2}, [][]byte{good}, 2); err != nil || !done {
+		t.Fatalf("Send after it: done=%v err=%v", done, err)
+	}
+	got := collect(t, b, 1)[0]
+	if got.hdr.Tag != 2 || !bytes.Equal(got.data, good) {
+		t.Fatalf("arrival after the refused send: tag %d, %d bytes", got.hdr.Tag, len(got.data))
+	}
+	if n := b.Poll(func(*Arrival) bool { return true }, nil); n != 0 {
+		t.Fatalf("spurious arrivals: %d", n)
 	}
 }

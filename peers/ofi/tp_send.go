@@ -5,6 +5,8 @@ package ofi
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/lnx-go/lnx-go/internal/memmap"
 )
 
 // Send sends the concatenation of iov to p, with header h.
@@ -53,7 +55,7 @@ func (t *Transport) SendMR(p *Peer, h Hdr, iov [][]byte, mrs []*MR, sendID uint6
 	pieces := 0
 	for _, b := range iov {
 		if len(b) != 0 {
-			if !mapped(b) {
+			if !memmap.Mapped(b) {
 				return false, fmt.Errorf("%w: %d bytes at %p", ErrBadBuffer, len(b), unsafe.SliceData(b))
 			}
 			size += uint64(len(b))

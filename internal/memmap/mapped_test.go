@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 
-package ofi
+package memmap
 
 import (
 	"syscall"
@@ -35,7 +35,7 @@ func TestMapped(t *testing.T) {
 		{nil, true},
 	}
 	for i, c := range cases {
-		if got := mapped(c.b); got != c.want {
+		if got := Mapped(c.b); got != c.want {
 			t.Errorf("case %d (%d bytes at offset %d): mapped %v, want %v", i, len(c.b), cap(b)-cap(c.b), got, c.want)
 		}
 	}

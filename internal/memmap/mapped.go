@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
+package memmap
+
+import (
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// A network core reads a send's buffers itself (a zero-copy eager send, the
+// data of a rendezvous, an RMA read served to the receiver). A buffer
+// shorter than the length the application gave (memory unmapped under it)
+// makes tcp's transfer fail inside the core ("internal transfer failed (Bad
+// address)"), which breaks the connection to the peer; lnx's shm core
+// copies eager messages itself, and would fault. The senders therefore
+// check that every page is mapped (mincore(2): ENOMEM for a hole in the
+// range; one system call per piece, 16 MiB of range per call) and refuse
+// the send before anything touches it. A page mapped without read
+// permission is not detected.
+
+// PageSize is the system's page size.
+var PageSize = uintptr(os.Getpagesize())
+
+// Mapped reports whether every page that b covers is mapped.
+func Mapped(b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
+	var vec [4096]byte
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b))) &^ (PageSize - 1)
+	end := uintptr(unsafe.Pointer(unsafe.SliceData(b))) + uintptr(len(b))
+	for start < end {
+		n := min(end-start, uintptr(len(vec))*PageSize)
+		_, _, errno := syscall.Syscall(syscall.SYS_MINCORE, start, n, uintptr(unsafe.Pointer(&vec[0])))
+		if errno != 0 {
+			return errno != syscall.ENOMEM && errno != syscall.EFAULT
+		}
+		start += n
+	}
+	return true
+}
