@@ -11,6 +11,15 @@ import (
 	"github.com/lnx-go/lnx-go/shm"
 )
 
+// shmConfig is the geometry of the endpoint's shm core. Messages of up
+// to 16 KiB go eager, copied through the ring by sender and receiver, both
+// in C; larger ones by rendezvous (one process_vm_readv, in Go). At 8-16
+// KiB the two copies cost less than the rendezvous' round trip and calls
+// into Go: an MPI ping-pong of 8 KiB took 4.7 us by rendezvous and 1.9 us
+// eager, ob1 + vader 2.4 us (docs/performance.md). A 128 KiB ring holds
+// seven such messages in flight; each sender to the endpoint has a ring.
+var shmConfig = shm.Config{RingBytes: 128 << 10, EagerMax: 16 << 10}
+
 // shmCore is the core adapter (core.go) of the endpoint's own
 // shared-memory core. Lent to C, it means the inbound rings: C reads
 // their records and advances the heads Go adopts back at takeBack.

@@ -194,7 +194,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	e.hmemOn = hmem.Available() // without a runtime no buffer is ever classified
 	e.ipcOn = e.hmemOn && d.cfg.HmemIPC
 	if d.Link.Group.HasShm() {
-		se, err := shm.Open(shm.Config{})
+		se, err := shm.Open(shmConfig)
 		if err != nil {
 			code := fi.ENODEV
 			if errors.Is(err, syscall.ENOSPC) {

@@ -187,7 +187,7 @@ static void check_recv(const struct fi_cq_tagged_entry *e, size_t len, const voi
  * A ping-pong with one receive posted at a time: the case in which lnx
  * lends the receive and its shm rings, or its network transport, to its C
  * layer (armed receive), so that receive completions, too, are written by
- * C, and sends to that peer. Sizes cross the shm eager limit (4 KiB) and
+ * C, and sends to that peer. Sizes cross the shm eager limit (16 KiB) and
  * the network core's inject limit (24 bytes of payload over tcp;ofi_rxm)
  * so that some go through Go; every third message carries CQ data; every
  * fourth round's receive is for any source (its completion must name the
@@ -197,13 +197,13 @@ static void check_recv(const struct fi_cq_tagged_entry *e, size_t len, const voi
 #define PP_ROUNDS 400
 static size_t pp_len(int i)
 {
-	static const size_t l[] = { 0, 1, 24, 64, 4096, 25, 5000, 100 };
+	static const size_t l[] = { 0, 1, 24, 64, 4096, 25, 20000, 100 };
 	return l[i % 8];
 }
 
 static void pingpong(struct peer *p, void *arg)
 {
-	size_t max = 5000;
+	size_t max = 20000;
 	uint8_t *rb = xmalloc(max + GUARD_LEN), *sb = xmalloc(max);
 	struct fi_context2 rc, sc;
 	fi_addr_t d = peer_addr(p);
