@@ -47,6 +47,14 @@ import (
 // header is the source of every shared definition, relative to the root.
 const header = "capi/include/lnx_capi.h"
 
+// peerHeader mirrors libfabric's peer API structs of both ABI flavours
+// (issue #20); only capi/layout_gen.c includes it yet, and its Go mirrors
+// live in their own package.
+const peerHeader = "capi/include/lnx_peer_abi.h"
+
+// headers are every header an output takes its structs from.
+var headers = []string{header, peerHeader}
+
 // cFile is the generated C file of static assertions (capi compiles it).
 const cFile = "capi/layout_gen.c"
 
@@ -71,6 +79,8 @@ type constant struct {
 type output struct {
 	pkg     string
 	dir     string // relative to the root
+	hdr     string // the header of its structs and macros; "" is header
+	see     string // the document its types' comments point to; "" is docs/design.md
 	structs []goStruct
 	gen     []constant
 	checked []constant
@@ -111,6 +121,38 @@ var outputs = []output{
 			{name: "lineBytes", macro: "LNX_REC_LINE"}, {name: "recEager", macro: "LNX_REC_EAGER"},
 		},
 	},
+	{
+		pkg: "peerapi", dir: "peers/peerapi", hdr: peerHeader, see: "docs/peer-api.md",
+		structs: []goStruct{
+			{c: "lnx_peer_fid", name: "Fid", export: true, doc: "struct fid (both flavours)."},
+			{c: "lnx_peer_fid_ep", name: "FidEp", export: true, doc: "struct fid_ep (both flavours)."},
+			{c: "lnx_peer_rx_entry_v1", name: "RxEntryV1", export: true, doc: "struct fi_peer_rx_entry of libfabric 1.17 (rdma/fi_ext.h)."},
+			{c: "lnx_peer_rx_entry_v2", name: "RxEntryV2", export: true, doc: "struct fi_peer_rx_entry of libfabric 2.0 to 2.2 (rdma/providers/fi_peer.h)."},
+			{c: "lnx_peer_match_attr", name: "MatchAttr", export: true, doc: "struct fi_peer_match_attr (2.0 to 2.2): what get_msg and get_tag get."},
+			{c: "lnx_peer_srx_owner_v1", name: "SrxOwnerOpsV1", export: true, doc: "struct fi_ops_srx_owner of 1.17."},
+			{c: "lnx_peer_srx_owner_v2", name: "SrxOwnerOpsV2", export: true, doc: "struct fi_ops_srx_owner of 2.0 to 2.2."},
+			{c: "lnx_peer_srx_peer", name: "SrxPeerOps", export: true, doc: "struct fi_ops_srx_peer (both flavours)."},
+			{c: "lnx_peer_srx", name: "Srx", export: true, doc: "struct fid_peer_srx (both flavours)."},
+			{c: "lnx_peer_srx_context", name: "SrxContext", export: true, doc: "struct fi_peer_srx_context (both flavours)."},
+			{c: "lnx_peer_cq_owner", name: "CqOwnerOps", export: true, doc: "struct fi_ops_cq_owner (both flavours)."},
+			{c: "lnx_peer_cq", name: "Cq", export: true, doc: "struct fid_peer_cq (both flavours)."},
+			{c: "lnx_peer_cq_context", name: "CqContext", export: true, doc: "struct fi_peer_cq_context (both flavours)."},
+		},
+		gen: []constant{
+			{"FlagPeer", "LNX_FI_PEER", "the flag asking a core for the peer API."},
+			{"ClassSrxCtx", "LNX_FI_CLASS_SRX_CTX", "the fid class of an SRX (the one 1.17 shm takes from the owner)."},
+			{"ClassPeerCq", "LNX_FI_CLASS_PEER_CQ", "the fid class of an owner's peer CQ."},
+			{"ClassPeerSrx", "LNX_FI_CLASS_PEER_SRX", "the fid class of an owner's peer SRX."},
+		},
+	},
+}
+
+// hdrOf is the header o's structs and macros come from.
+func hdrOf(o output) string {
+	if o.hdr != "" {
+		return o.hdr
+	}
+	return header
 }
 
 func main() {
@@ -183,17 +225,20 @@ func generate(root string) ([]file, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := os.ReadFile(filepath.Join(root, header))
-	if err != nil {
-		return nil, err
+	texts := map[string]string{}
+	for _, h := range headers {
+		src, err := os.ReadFile(filepath.Join(root, h))
+		if err != nil {
+			return nil, err
+		}
+		texts[h] = string(src)
 	}
-	text := string(src)
 	parsed := map[string]*cStruct{}
 	var order []*cStruct
 	var macros []string
 	for _, o := range outputs {
 		for _, s := range o.structs {
-			cs, err := parseStruct(text, s.c)
+			cs, err := parseStruct(texts[hdrOf(o)], s.c)
 			if err != nil {
 				return nil, err
 			}
@@ -259,7 +304,7 @@ func parseStruct(src, tag string) (*cStruct, error) {
 	re := regexp.MustCompile(`(?m)^struct\s+` + regexp.QuoteMeta(tag) + `\s*\{`)
 	loc := re.FindStringIndex(src)
 	if loc == nil {
-		return nil, fmt.Errorf("%s: no definition of struct %s", header, tag)
+		return nil, fmt.Errorf("no definition of struct %s", tag)
 	}
 	body := src[loc[1]:]
 	end := strings.Index(body, "}")
@@ -394,8 +439,12 @@ func cLayout(root string, ss []*cStruct, macros []string) (*layout, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	defs := fmt.Sprintf("//go:build ignore\n\npackage defs\n\n/*\n#include <stddef.h>\n#include \"%s\"\nenum {\n%s};\n*/\nimport \"C\"\n\nconst (\n%s)\n",
-		filepath.Base(header), enum.String(), consts.String())
+	var incl strings.Builder
+	for _, h := range headers {
+		fmt.Fprintf(&incl, "#include \"%s\"\n", filepath.Base(h))
+	}
+	defs := fmt.Sprintf("//go:build ignore\n\npackage defs\n\n/*\n#include <stddef.h>\n%senum {\n%s};\n*/\nimport \"C\"\n\nconst (\n%s)\n",
+		incl.String(), enum.String(), consts.String())
 	if err := os.WriteFile(filepath.Join(tmp, "defs.go"), []byte(defs), 0o644); err != nil {
 		return nil, err
 	}
@@ -522,14 +571,17 @@ const (
 	spdxC  = "/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */\n"
 )
 
-const generatedBy = spdxGo + "// Code generated by internal/cabigen from " + header + "; DO NOT EDIT.\n// Regenerate with make generate.\n\n"
+// generatedBy is the head of o's generated Go files.
+func generatedBy(o output) string {
+	return spdxGo + "// Code generated by internal/cabigen from " + hdrOf(o) + "; DO NOT EDIT.\n// Regenerate with make generate.\n\n"
+}
 
 func genGo(o output, parsed map[string]*cStruct, l *layout) ([]byte, error) {
 	var b bytes.Buffer
-	b.WriteString(generatedBy)
+	b.WriteString(generatedBy(o))
 	fmt.Fprintf(&b, "package %s\n\nimport \"structs\"\n\n", o.pkg)
 	if len(o.gen) > 0 {
-		b.WriteString("// Constants of " + header + ".\nconst (\n")
+		b.WriteString("// Constants of " + hdrOf(o) + ".\nconst (\n")
 		for _, c := range o.gen {
 			writeComment(&b, "\t", c.name+" is "+c.macro+", "+c.doc)
 			fmt.Fprintf(&b, "\t%s = %d\n", c.name, l.macros[c.macro])
@@ -538,7 +590,11 @@ func genGo(o output, parsed map[string]*cStruct, l *layout) ([]byte, error) {
 	}
 	for _, s := range o.structs {
 		cs := parsed[s.c]
-		writeComment(&b, "", fmt.Sprintf("%s mirrors struct %s: %s See docs/design.md for who writes and reads each word.", s.name, s.c, s.doc))
+		see := "See docs/design.md for who writes and reads each word."
+		if o.see != "" {
+			see = "See " + o.see + "."
+		}
+		writeComment(&b, "", fmt.Sprintf("%s mirrors struct %s: %s %s", s.name, s.c, s.doc, see))
 		fmt.Fprintf(&b, "type %s struct {\n\t_ structs.HostLayout\n\n", s.name)
 		for _, f := range cs.fields {
 			t, err := goType(o, f)
@@ -624,11 +680,11 @@ func checkGo(o output, src []byte, parsed map[string]*cStruct, l *layout) error 
 
 func genTest(o output, parsed map[string]*cStruct, l *layout) ([]byte, error) {
 	var b bytes.Buffer
-	b.WriteString(generatedBy)
+	b.WriteString(generatedBy(o))
 	fmt.Fprintf(&b, "package %s\n\nimport (\n\t\"testing\"\n\t\"unsafe\"\n)\n\n", o.pkg)
 	b.WriteString(`// TestCLayout compares every generated type's size and every field's
 // offset and size, and the constants C repeats, with what the C compiler
-// made of ` + header + ` (capi/layout_gen.c asserts the same
+// made of ` + hdrOf(o) + ` (capi/layout_gen.c asserts the same
 // numbers in C): a field moved on one side and not the other fails here or
 // does not compile there.
 func TestCLayout(t *testing.T) {
@@ -682,11 +738,11 @@ func genAsserts(b *bytes.Buffer, o output, parsed map[string]*cStruct, l *layout
 
 func cSource(asserts []byte) []byte {
 	var b bytes.Buffer
-	b.WriteString(spdxC + "/* Code generated by internal/cabigen from " + header + "; DO NOT EDIT.\n" +
+	b.WriteString(spdxC + "/* Code generated by internal/cabigen from\n * " + strings.Join(headers, " and ") + "; DO NOT EDIT.\n" +
 		" * Regenerate with make generate.\n *\n" +
 		" * The layout Go's mirrors of the shared structs were generated for: a\n" +
 		" * change to the header that was not regenerated fails to compile here.\n */\n" +
-		"#include <stddef.h>\n#include \"lnx_capi.h\"\n\n" +
+		"#include <stddef.h>\n#include \"lnx_capi.h\"\n#include \"lnx_peer_abi.h\"\n\n" +
 		"#define A(x) _Static_assert(x, #x \": Go's mirror differs; run make generate\")\n")
 	b.Write(asserts)
 	b.WriteString("\n#undef A\n")
