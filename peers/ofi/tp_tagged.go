@@ -5,6 +5,8 @@ package ofi
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/lnx-go/lnx-go/internal/fi"
 )
 
 // Tagged eager messages. A payload above EagerMax (lnx's header plus the
@@ -33,6 +35,27 @@ import (
 
 // teBufs is the number of tagged eager receives posted per peer.
 const teBufs = 2
+
+// shmTagBug says whether d is libfabric's shm from before 2.0. libfabric
+// 1.17's shm (its own shared receive context) matches a tagged receive
+// against the messages waiting unexpected under the ignore bits stored
+// with each waiting message (stale from the entry's last use, 0 when
+// fresh) instead of the receive's own: smr_match_tagged on its
+// unexpected queue. A tagged eager message that waited unexpected was
+// then not taken by the masked receive posted for it, or one posted for
+// an earlier message took it, and the sender's window stalled for good
+// (tests/c/fishm_tagged_window shows it without lnx); an entry's stale
+// mask could as well let an exact receive take another message. Over such
+// a core 16 KiB payloads go split: their receives name the exact tag with
+// no ignore bits, as every other receive lnx posts there, so every entry's
+// mask is 0 and that matching is exact. shm later moved onto libfabric's util_srx
+// (ofiwg/libfabric#8907), which matches under the receive's ignore bits;
+// 2.1's shm passes the reproduction, and releases between 1.17 and 2.0
+// are not tested, so they keep the split form. Both ends of a link over
+// shm run on one node, with one libfabric, so they agree.
+func shmTagBug(d *Domain) bool {
+	return d.provName() == "shm" && RuntimeVersion() < fi.V2_0
+}
 
 // teOK says whether a send of size bytes with header h to p goes as a
 // tagged eager message.

@@ -530,13 +530,8 @@ func newTransport(d *Domain, cfg Config) (*Transport, error) {
 	}
 	t.canWrite, t.canReadRMA = d.canWrite(), rma
 	// Tagged eager messages need the core's tagged receives directed at
-	// a source and 8 bytes of CQ data (the caller's tag). Not over
-	// libfabric's shm: with several of them in flight, a message above
-	// its inject size that waited unexpected was never matched by the
-	// tagged eager receives posted later (libfabric 1.17; the sender's
-	// window stalled for good), while split messages, whose receives name
-	// the exact tag, go through. Both ends of such a link are shm.
-	t.te = !cfg.NoTaggedEager && cfg.SplitMax > cfg.EagerMax && k.cqData() >= 8 && d.provName() != "shm"
+	// a source and 8 bytes of CQ data (the caller's tag).
+	t.te = !cfg.NoTaggedEager && cfg.SplitMax > cfg.EagerMax && k.cqData() >= 8 && !shmTagBug(d)
 	if cfg.SrcName != nil {
 		t.id = NameID(name)
 	}
