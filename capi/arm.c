@@ -95,6 +95,23 @@ static int lnx_arm_take_net(struct lnx_arm *a, int budget)
 	return done;
 }
 
+/* lnx_arm_ready reports whether a lent ring may hold a record, without
+ * the arm lock (g->readers held, lent seen): a head another reader is
+ * advancing under the lock reads as a record that is there, and the locked
+ * pass looks again. */
+static int lnx_arm_ready(const struct lnx_arm *a)
+{
+	uint32_t n = __atomic_load_n(&a->nrings, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct lnx_arm_ring *r = &a->r[i];
+		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
+		const struct lnx_rec *rec = (const struct lnx_rec *)(r->ring + (head & r->mask));
+		if (__atomic_load_n(&rec->stamp, __ATOMIC_ACQUIRE) == ((head ^ r->salt) | 1))
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * lnx_arm_take checks the rings Go lent (struct lnx_arm) for records and
  * completes up to budget receives with them. It returns the number
@@ -104,9 +121,11 @@ static int lnx_arm_take_net(struct lnx_arm *a, int budget)
  * back. The checks mirror lnx.Endpoint.arrive and complete for the case
  * they cover: an eager message and the earliest posted receive that takes
  * it. With a lent transport, the shm rings come first (as in Go's
- * progress), then the network core's CQ.
+ * progress), then the network core's CQ. When it finds the rings empty
+ * (and no network core lent) it also answers lnx_cq_idle into *idle (0 or
+ * 1; left alone otherwise).
  */
-int lnx_arm_take(struct lnx_gate *g, int budget)
+int lnx_arm_take(struct lnx_gate *g, int budget, int *idle)
 {
 	if (!__atomic_load_n(&g->arm, __ATOMIC_RELAXED))
 		return 0;
@@ -117,6 +136,14 @@ int lnx_arm_take(struct lnx_gate *g, int budget)
 	int done = 0, go = 0;
 	if (!a || !__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE))
 		goto out;
+	if (!a->net && !lnx_arm_ready(a)) {
+		/* Nothing to take: the idle answer under the same hold of
+		 * readers, without the arm lock (an idle poll of Open MPI's
+		 * progress loop costs two locked operations, not five). */
+		if (idle)
+			*idle = lnx_cq_idle_held(g);
+		goto out;
+	}
 	if (__atomic_exchange_n(&a->lock, 1, __ATOMIC_ACQUIRE)) {
 		go = 1;
 		goto out;

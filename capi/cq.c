@@ -34,10 +34,12 @@ static ssize_t cq_read_common(struct fid_cq *cq, void *buf, size_t count, fi_add
 	if (n)
 		return n;
 	if (!timeout) {
-		int a = lnx_arm_take(&c->gate, count < LNX_ARM_SLOTS ? (int)count : LNX_ARM_SLOTS);
+		int idle = -1;
+		int a = lnx_arm_take(&c->gate, count < LNX_ARM_SLOTS ? (int)count : LNX_ARM_SLOTS,
+				     &idle);
 		if (a > 0)
 			return lnx_cring_read(c->cring, buf, count, src);
-		if (a == 0 && lnx_cq_idle(&c->gate))
+		if (a == 0 && (idle >= 0 ? idle : lnx_cq_idle(&c->gate)))
 			return -FI_EAGAIN;
 		return lnx_go_cq_read(c->h, buf, count, src, 0);
 	}

@@ -17,28 +17,10 @@ static uint64_t lnx_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/*
- * lnx_cq_idle answers whether a poll would find nothing, without entering
- * Go (see struct lnx_gate). Any doubt (a watch changed, Go rewriting the
- * watches, completions pending, open) means "not idle". readers lets Go
- * wait out scans before it unmaps a region the watches point into.
- */
-int lnx_cq_idle(struct lnx_gate *g)
+/* lnx_gate_quiet: no watched word changed and Go is not rewriting them
+ * (g->readers held). */
+static int lnx_gate_quiet(struct lnx_gate *g)
 {
-	if (__atomic_load_n(&g->pending, __ATOMIC_ACQUIRE) ||
-	    __atomic_load_n(&g->posts, __ATOMIC_ACQUIRE))
-		return 0;
-	if (g->idle >= __atomic_load_n(&g->skip_max, __ATOMIC_RELAXED)) {
-		/* Time for Go's slower duties, unless Go gave a clock (a quiet
-		 * network core is polled on it) and it is not time yet: then
-		 * the clock is read once per skip_max idle answers, and Go runs
-		 * when the core is due, not skip_max times as often. */
-		uint64_t due = __atomic_load_n(&g->due, __ATOMIC_RELAXED);
-		if (!due || lnx_mono_ns() >= due)
-			return 0;
-		g->idle = 0;
-	}
-	__atomic_fetch_add(&g->readers, 1, __ATOMIC_SEQ_CST);
 	int idle = 0;
 	uint32_t seq = __atomic_load_n(&g->seq, __ATOMIC_ACQUIRE);
 	if (!__atomic_load_n(&g->open, __ATOMIC_SEQ_CST) && !(seq & 1)) {
@@ -53,9 +35,52 @@ int lnx_cq_idle(struct lnx_gate *g)
 		if (__atomic_load_n(&g->seq, __ATOMIC_ACQUIRE) != seq)
 			idle = 0;
 	}
+	return idle;
+}
+
+/* lnx_gate_due: the checks before the watches; 0 means not idle. */
+static int lnx_gate_due(struct lnx_gate *g)
+{
+	if (__atomic_load_n(&g->pending, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&g->posts, __ATOMIC_ACQUIRE))
+		return 0;
+	if (g->idle >= __atomic_load_n(&g->skip_max, __ATOMIC_RELAXED)) {
+		/* Time for Go's slower duties, unless Go gave a clock (a quiet
+		 * network core is polled on it) and it is not time yet: then
+		 * the clock is read once per skip_max idle answers, and Go runs
+		 * when the core is due, not skip_max times as often. */
+		uint64_t due = __atomic_load_n(&g->due, __ATOMIC_RELAXED);
+		if (!due || lnx_mono_ns() >= due)
+			return 0;
+		g->idle = 0;
+	}
+	return 1;
+}
+
+/*
+ * lnx_cq_idle answers whether a poll would find nothing, without entering
+ * Go (see struct lnx_gate). Any doubt (a watch changed, Go rewriting the
+ * watches, completions pending, open) means "not idle". readers lets Go
+ * wait out scans before it unmaps a region the watches point into;
+ * lnx_cq_idle_held is the same for a caller that holds it already.
+ */
+int lnx_cq_idle(struct lnx_gate *g)
+{
+	if (!lnx_gate_due(g))
+		return 0;
+	__atomic_fetch_add(&g->readers, 1, __ATOMIC_SEQ_CST);
+	int idle = lnx_gate_quiet(g);
 	__atomic_fetch_sub(&g->readers, 1, __ATOMIC_RELEASE);
 	if (idle)
 		g->idle++; /* a hint only: racing threads may lose counts */
+	return idle;
+}
+
+int lnx_cq_idle_held(struct lnx_gate *g)
+{
+	int idle = lnx_gate_due(g) && lnx_gate_quiet(g);
+	if (idle)
+		g->idle++;
 	return idle;
 }
 

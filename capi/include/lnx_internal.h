@@ -118,10 +118,11 @@ LNX_HIDDEN ssize_t lnx_fast_recv(struct lnx_fast *f, const struct iovec *iov, vo
 #define LNX_ARM_GO (-1) /* a record C cannot take: Go must run */
 /* Armed receives (arm.c): how many of up to budget it completed, 0 for
  * nothing new, or LNX_ARM_GO. */
-LNX_HIDDEN int lnx_arm_take(struct lnx_gate *g, int budget);
+LNX_HIDDEN int lnx_arm_take(struct lnx_gate *g, int budget, int *idle);
 
 /* The completion ring and the gate (cq_ring.c). */
 LNX_HIDDEN int lnx_cq_idle(struct lnx_gate *g);
+LNX_HIDDEN int lnx_cq_idle_held(struct lnx_gate *g);
 LNX_HIDDEN ssize_t lnx_cring_read(struct lnx_cring *r, void *buf, size_t count, fi_addr_t *src);
 
 #endif
