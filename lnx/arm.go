@@ -173,6 +173,13 @@ func (e *Endpoint) disarm() {
 		return
 	}
 	e.armed = false
+	// The gates published their watches for the armed endpoint, whose
+	// rings C read itself: they watch none of them. Until a read enters Go
+	// to arm again or watch the rings, C would answer idle over records
+	// waiting there (after a send that entered Go, for as long as the
+	// gate's clock: in a bidirectional window of injected messages the
+	// reads then idled for up to 1 ms at a time).
+	e.openGates()
 	a := &e.fast.arm
 	for !atomic.CompareAndSwapUint32(&a.lock, 0, 1) {
 		// A C reader holds it while it takes a few records.
@@ -229,6 +236,17 @@ func (e *Endpoint) disarm() {
 		e.postQueued(&pend[i])
 	}
 	e.armPend = pend[:0]
+}
+
+// openGates makes the next read of the endpoint's CQs enter Go (e locked).
+// Unlike kick it leaves the gates' kick count alone: the read under way,
+// if this is one, publishes its own watches at its end and closes them.
+func (e *Endpoint) openGates() {
+	for _, q := range [2]*CQ{e.rxCQ, e.txCQ} {
+		if q != nil && q.gate.m != nil {
+			q.gate.setOpen()
+		}
+	}
 }
 
 // unhookArm stops the receive CQ's C side from reading this endpoint's

@@ -412,6 +412,82 @@ static void receiver(struct peer *p, void *arg)
 		free(b[j]);
 }
 
+/*
+ * A message waiting in the ring of an armed receive, and a send that
+ * enters Go before the next read and leaves no completion (fi_tsendmsg
+ * with explicit flags, under selective completion without FI_COMPLETION:
+ * C's fast path declines it, as it does an inject that finds the ring
+ * full). Entering Go takes the receive and rings back from C; the read
+ * after it must find the message within a few calls. The gate's watches
+ * were published for the armed endpoint and watch none of the rings:
+ * before the fix the reads answered idle until the gate's next periodic
+ * call into Go (256 idle answers, or 1 ms with a clock).
+ */
+#define ST_ROUNDS 50
+#define ST_READS  16
+static void stale_a(struct peer *p, void *arg)
+{
+	uint8_t rb[64], sb[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	struct fi_context2 rc, sc;
+	fi_addr_t d = peer_addr(p);
+	for (int i = 0; i < ST_ROUNDS; i++) {
+		POST(p->l.cq, fi_trecv(p->l.ep, rb, sizeof(rb), NULL, d, 0x300 + i, 0, &rc));
+		struct fi_cq_tagged_entry e;
+		for (int k = 0; k < 8; k++) /* progress: the receive is armed */
+			EXPECT(fi_cq_read(p->l.cq, &e, 1) == -FI_EAGAIN,
+			       "round %d: early completion", i);
+		/* No progress while waiting (barrier would read the CQ). */
+		barrier_quiet(p); /* B injects */
+		barrier_quiet(p); /* it is in our ring */
+		struct iovec iov = { sb, sizeof(sb) };
+		struct fi_msg_tagged m = { .msg_iov = &iov,
+					   .iov_count = 1,
+					   .addr = d,
+					   .tag = 0x400 + i,
+					   .context = &sc };
+		POST(p->l.cq, fi_tsendmsg(p->l.ep, &m, 0));
+		int got = 0, reads = 0;
+		while (reads < ST_READS && !got) {
+			ssize_t r = fi_cq_read(p->l.cq, &e, 1);
+			reads++;
+			if (r == -FI_EAGAIN)
+				continue;
+			EXPECT(r == 1 && e.op_context == &rc,
+			       "round %d: fi_cq_read -> %zd, context %p", i, r, e.op_context);
+			got = 1;
+		}
+		EXPECT(got,
+		       "round %d: a message waiting since before the send was not found "
+		       "in %d reads after it",
+		       i, ST_READS);
+		if (!got && !read_one(p->l.cq, &e, WAIT_MS))
+			FAIL("round %d: no receive completion", i);
+		EXPECT(e.len == 8 && e.tag == 0x300u + (uint64_t)i && rb[7] == 0x30 + i,
+		       "round %d: receive len %zu tag %llx", i, e.len, (unsigned long long)e.tag);
+		barrier(p);
+	}
+}
+
+static void stale_b(struct peer *p, void *arg)
+{
+	uint8_t rb[64], sb[8];
+	struct fi_context2 rc;
+	fi_addr_t d = peer_addr(p);
+	for (int i = 0; i < ST_ROUNDS; i++) {
+		POST(p->l.cq, fi_trecv(p->l.ep, rb, sizeof(rb), NULL, d, 0x400 + i, 0, &rc));
+		barrier(p);
+		memset(sb, 0x30 + i, sizeof(sb));
+		POST(p->l.cq, fi_tinject(p->l.ep, sb, sizeof(sb), d, 0x300 + i));
+		barrier(p);
+		struct fi_cq_tagged_entry e;
+		if (!read_one(p->l.cq, &e, WAIT_MS))
+			FAIL("round %d: no receive completion", i);
+		EXPECT(e.op_context == &rc && e.len == 8, "round %d: receive context %p len %zu", i,
+		       e.op_context, e.len);
+		barrier(p);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct lnx_opts o = { 0 };
@@ -432,6 +508,14 @@ int main(int argc, char **argv)
 		o.selective = 1;
 		return run_pair("send_formats ping-pong, selective completion", &o, pingpong,
 				pingpong, NULL) ?
+			       1 :
+			       0;
+	}
+	if (argc > 2 && !strcmp(argv[argc - 1], "stale")) {
+		g_fmt = o.cq_format = FI_CQ_FORMAT_TAGGED;
+		o.selective = 1;
+		return run_pair("send_formats a read after a send that entered Go", &o, stale_a,
+				stale_b, NULL) ?
 			       1 :
 			       0;
 	}
