@@ -232,8 +232,17 @@ func resolve(version uint32, g links.Group, cfg *config.Config) (*Link, error) {
 			list.Free()
 		}
 	}
+	// lnx sends an fi_inject's data from a copy where a core's own
+	// inject is smaller (msg.go, rma_native.go), so a network core's
+	// small limit need not bound the link's: Open MPI injects what fits
+	// inject_size and otherwise waits for each send's completion, and
+	// rxm's 64 bytes would cost every peer of the link, shm ones too.
+	l.lim.inject = max(l.lim.inject, stagedInject)
 	return l, nil
 }
+
+// stagedInject is the least inject_size a link offers (the shm core's).
+const stagedInject = 4096
 
 // Links parses and resolves the configured links. Groups whose cores are
 // unavailable are skipped with a warning; a malformed string is EINVAL.
