@@ -57,6 +57,7 @@ type peerRecv struct {
 	r         *recvCtx
 	src, size uint64
 	kind      uint64
+	bounce    unsafe.Pointer // C buffer of size bytes the core fills instead of r (a truncating start)
 }
 
 // openPeerCore opens the peer endpoint on cd's domain; an error wrapping
@@ -187,7 +188,8 @@ func (c *peerCore) Get(tagged bool, addr, size, tag uint64, pe peerep.Entry) boo
 	e.probe = peers.Msg{Src: src, Tag: tag, Size: size}
 	if r := q.ArriveIfPosted(&e.probe); r != nil {
 		c.expected++
-		return c.bind(pe, e.taken(q, r.Ctx.(*recvCtx), size), src, size, kind) == nil
+		rc := e.taken(q, r.Ctx.(*recvCtx), size)
+		return c.bind(pe, rc, src, size, kind, size > rc.capacity()) == nil
 	}
 	hdr := msgHdr{Tag: tag}
 	if tagged {
@@ -197,7 +199,8 @@ func (c *peerCore) Get(tagged bool, addr, size, tag uint64, pe peerep.Entry) boo
 	u.msg = peers.Msg{Src: src, Tag: tag, Size: size, Ctx: u}
 	if r := q.Arrive(&u.msg); r != nil {
 		c.expected++
-		return c.bind(pe, e.taken(q, r.Ctx.(*recvCtx), size), src, size, kind) == nil
+		rc := e.taken(q, r.Ctx.(*recvCtx), size)
+		return c.bind(pe, rc, src, size, kind, size > rc.capacity()) == nil
 	}
 	c.unexpected++
 	e.lastBig = false
@@ -209,7 +212,11 @@ func (c *peerCore) Get(tagged bool, addr, size, tag uint64, pe peerep.Entry) boo
 func (c *peerCore) Queued(peerep.Entry) {}
 
 // bind gives entry pe the receive r and remembers r until it completes.
-func (c *peerCore) bind(pe peerep.Entry, r *recvCtx, src, size, kind uint64) error {
+// bounce: the core fills a C buffer of the message's size, copied into r
+// at completion. lnx truncates itself: 2.1 shm crashes in start_tag when
+// a queued message is larger than the receive, and never completes the
+// send of a 1 MiB message truncated on arrival.
+func (c *peerCore) bind(pe peerep.Entry, r *recvCtx, src, size, kind uint64, bounce bool) error {
 	c.next++
 	id := c.next
 	var bases [peerep.MaxIov]unsafe.Pointer
@@ -218,17 +225,37 @@ func (c *peerCore) bind(pe peerep.Entry, r *recvCtx, src, size, kind uint64) err
 	for i := range n {
 		bases[i], lens[i] = r.iov[i].Ptr, r.iov[i].Len
 	}
+	p := &peerRecv{r: r, src: src, size: size, kind: kind}
+	if bounce {
+		p.bounce = peerep.Alloc(size)
+		bases[0], lens[0], n = p.bounce, size, 1
+	}
 	if err := pe.Set(bases[:n], lens[:n], id); err != nil {
+		if p.bounce != nil {
+			peerep.Free(p.bounce)
+		}
 		return err
 	}
-	c.recvs[id] = &peerRecv{r: r, src: src, size: size, kind: kind}
+	c.recvs[id] = p
 	return nil
+}
+
+// landed copies a bounced receive's n bytes into its buffers: the bytes
+// placed.
+func (p *peerRecv) landed(n uint64) uint64 {
+	if p.bounce == nil {
+		return n
+	}
+	n = scatter(p.r.bufs(), unsafe.Slice((*byte)(p.bounce), min(n, p.size)))
+	peerep.Free(p.bounce)
+	p.bounce = nil
+	return n
 }
 
 // start starts a queued message into receive r (deliver).
 func (c *peerCore) start(r *recvCtx, src, size uint64, hdr msgHdr, pe peerep.Entry, kind uint64) {
 	tagged := hdr.Flags&hdrTagged != 0
-	err := c.bind(pe, r, src, size, kind)
+	err := c.bind(pe, r, src, size, kind, size > r.capacity())
 	if err == nil {
 		c.started++
 		id := c.next
@@ -257,7 +284,7 @@ func (c *peerCore) Write(id, flags, n, data, tag, src uint64) {
 		if flags&fi.REMOTE_CQ_DATA != 0 {
 			hdr.Data, hdr.Flags = data, hdr.Flags|hdrData
 		}
-		e.complete(p.r, p.src, max(p.size, n), n, hdr, p.kind, kindNet, nil)
+		e.complete(p.r, p.src, max(p.size, n), p.landed(n), hdr, p.kind, kindNet, nil)
 		return
 	}
 	c.sendDone(id, nil)
@@ -281,7 +308,17 @@ func (c *peerCore) WriteErr(id, flags, n, data, tag uint64, errno, provErr int, 
 			hdr.Data, hdr.Flags = data, hdr.Flags|hdrData
 		}
 		var err error
-		size := max(p.size, n+olen)
+		if p.bounce != nil {
+			n = p.landed(n)
+		} else if fi.Errno(errno) == fi.ETRUNC {
+			// The buffers were filled (shm reports len 0, rxm the
+			// message's length).
+			n = min(p.r.capacity(), p.size)
+		}
+		size := p.size // from get_*: the cores' olen differ (rxm's counts more)
+		if size == 0 {
+			size = n + olen
+		}
 		if fi.Errno(errno) != fi.ETRUNC {
 			err = fi.Wrap(fi.Errno(errno), "peer core receive failed (prov_errno %d)", provErr)
 		}
