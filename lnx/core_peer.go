@@ -5,12 +5,14 @@ package lnx
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"unsafe"
 
 	"github.com/lnx-go/lnx-go/internal/fi"
+	"github.com/lnx-go/lnx-go/internal/memmap"
 	"github.com/lnx-go/lnx-go/peers"
 	"github.com/lnx-go/lnx-go/peers/ofi"
 	"github.com/lnx-go/lnx-go/peers/peerep"
@@ -34,6 +36,8 @@ import (
 // The callbacks run with e locked by the caller and never lock it.
 type peerCore struct {
 	e    *Endpoint
+	fab  *ofi.Fabric // the core fabric and domain of this endpoint alone:
+	dom  *ofi.Domain // 2.1 rxm takes one peer SRX per domain
 	ep   *peerep.EP
 	blob []byte // our address blob (ofi.EncodeAddr: id and core name)
 
@@ -62,17 +66,32 @@ type peerRecv struct {
 
 // openPeerCore opens the peer endpoint on cd's domain; an error wrapping
 // peerep.ErrRefused means the core does not take the peer API.
-func (e *Endpoint) openPeerCore(cd *coreDomain) (*peerCore, error) {
+// src, if set, binds it (node/service with FI_SOURCE): its id is then
+// ofi.NameID of the address it got, as the transport's.
+func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
 	c := &peerCore{e: e, byName: map[string]uint64{}, byCore: map[uint64]uint64{},
 		recvs: map[uint64]*peerRecv{}, early: map[uint64]error{}}
-	ep, err := peerep.Open(cd.dom.Ptr(), cd.dom.InfoPtr(), c)
+	var err error
+	if c.fab, err = ofi.OpenFabric(cd.list.Infos[0]); err != nil {
+		return nil, err
+	}
+	if c.dom, err = c.fab.OpenDomain(); err != nil {
+		_ = c.fab.Close()
+		return nil, err
+	}
+	ep, err := peerep.Open(c.dom.Ptr(), c.dom.InfoPtr(), src, c)
 	if err != nil {
+		_ = c.dom.Close()
+		_ = c.fab.Close()
 		return nil, err
 	}
 	c.ep = ep
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	id := binary.LittleEndian.Uint64(b[:])&(1<<56-1) | 1
+	if src != nil {
+		id = ofi.NameID(ep.Name())
+	}
 	c.blob = ofi.EncodeAddr(id, ep.Name())
 	return c, nil
 }
@@ -101,8 +120,7 @@ func (c *peerCore) takeBack([]uint64)    {}
 func (c *peerCore) lend(*armMem, uint64) bool { return !c.e.netHotNow() }
 
 func (c *peerCore) close() error {
-	err := c.ep.Close()
-	return err
+	return errors.Join(c.ep.Close(), c.dom.Close(), c.fab.Close())
 }
 
 // poll inserts senders new to lnx's AV into the core's AV (so that the
@@ -135,6 +153,7 @@ func (c *peerCore) sync() {
 	for _, ent := range av.entries {
 		if ent != nil {
 			blobs = append(blobs, peerAddrsOf(ent.addr)...)
+			blobs = append(blobs, netAddrsOf(ent.addr)...) // node/service addresses
 		}
 	}
 	av.mu.RUnlock()
@@ -350,6 +369,12 @@ func (c *peerCore) send(dest uint64, tagged bool, hdr msgHdr, iovs [][]byte, inj
 	for _, b := range iovs {
 		if len(b) == 0 {
 			continue
+		}
+		// The core reads the buffer itself: one not mapped over its
+		// length would fail inside tcp and break the connection
+		// (internal/memmap); a piece within one page is mapped.
+		if uintptr(len(b)) > memmap.PageSize && !memmap.Mapped(b) {
+			return false, fi.Wrap(fi.EFAULT, "send buffer of %d bytes at %p is not mapped over its length", len(b), unsafe.SliceData(b))
 		}
 		bases[n], lens[n] = unsafeSliceData(b), uint64(len(b))
 		n++

@@ -212,11 +212,15 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 		e.closeCores()
 		return nil, err
 	}
-	if len(d.cores) == 1 && d.cores[0].peer && len(src) == 0 {
+	if len(d.cores) == 1 && d.cores[0].peer {
 		// The peer API (FI_LNX_PEER_API, libfabric 2.0 to 2.2): the
 		// core's endpoint takes lnx's peer SRX and CQ, or lnx falls
 		// back to the transport adapter.
-		pc, err := e.openPeerCore(d.cores[0])
+		var srcName []byte
+		if len(src) > 0 {
+			srcName = src[0]
+		}
+		pc, err := e.openPeerCore(d.cores[0], srcName)
 		if err == nil {
 			e.peer = pc
 			e.addCore(pc)

@@ -393,7 +393,9 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 		logging.Warnf(logging.EPData, "peer %d on this node is not reachable over shm (%v); using the network core", addr, err)
 	}
 	if e.peer != nil {
-		blobs := peerAddrsOf(ent.addr)
+		// A node/service address (nodesvc.go) names the core address
+		// alone: it serves the peer path too.
+		blobs := append(peerAddrsOf(ent.addr), netAddrsOf(ent.addr)...)
 		if len(blobs) == 0 {
 			return nil, fi.Wrap(fi.EHOSTUNREACH, "peer %d has no peer-API core address (FI_LNX_PEER_API differs between the two?)", addr)
 		}

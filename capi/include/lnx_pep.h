@@ -63,8 +63,10 @@ struct lnx_pep {
 	struct fi_cq_tagged_entry evs[16];
 };
 
+/* src (srclen bytes): the core address to bind to, or NULL. */
 LNX_HIDDEN struct lnx_pep *lnx_pep_open(struct fid_domain *dom, struct fi_info *info,
-					uintptr_t handle, int *ret, int *stage);
+					const void *src, size_t srclen, uintptr_t handle, int *ret,
+					int *stage);
 LNX_HIDDEN int lnx_pep_close(struct lnx_pep *p);
 LNX_HIDDEN int lnx_pep_getname(struct lnx_pep *p, void *buf, size_t *len);
 LNX_HIDDEN int lnx_pep_av_insert(struct lnx_pep *p, const void *name, uint64_t *out);

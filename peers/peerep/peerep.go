@@ -104,11 +104,18 @@ var stages = [...]string{"", "fi_av_open", "fi_cq_open(FI_PEER)", "fi_endpoint",
 	"fi_srx_context(FI_PEER)", "fi_srx_context(FI_PEER) ignored FI_PEER", "fi_enable"}
 
 // Open opens an endpoint of the core domain dom (struct fid_domain *) with
-// the fi_info it was opened with (struct fi_info *), owned by o.
-func Open(dom, info unsafe.Pointer, o Owner) (*EP, error) {
+// the fi_info it was opened with (struct fi_info *), owned by o; src, if
+// set, is the core address to bind it to.
+func Open(dom, info unsafe.Pointer, src []byte, o Owner) (*EP, error) {
 	h := cgo.NewHandle(o)
 	var ret, stage C.int
-	c := C.lnx_pep_open((*C.struct_fid_domain)(dom), (*C.struct_fi_info)(info), C.uintptr_t(h), &ret, &stage)
+	var csrc unsafe.Pointer
+	if len(src) > 0 {
+		csrc = C.CBytes(src)
+		defer C.free(csrc)
+	}
+	c := C.lnx_pep_open((*C.struct_fid_domain)(dom), (*C.struct_fi_info)(info), csrc, C.size_t(len(src)),
+		C.uintptr_t(h), &ret, &stage)
 	if c == nil {
 		h.Delete()
 		if ret == 0 {

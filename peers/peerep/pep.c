@@ -147,9 +147,10 @@ int lnx_pep_close(struct lnx_pep *p)
 /* Opens the core endpoint with the owner's peer CQ and peer SRX. *stage
  * says which step failed: 1 AV, 2 peer CQ, 3 endpoint, 4 SRX (5: the core
  * returned success but ignored FI_PEER), 6 enable. */
-struct lnx_pep *lnx_pep_open(struct fid_domain *dom, struct fi_info *info, uintptr_t handle,
-			     int *ret, int *stage)
+struct lnx_pep *lnx_pep_open(struct fid_domain *dom, struct fi_info *info, const void *src,
+			     size_t srclen, uintptr_t handle, int *ret, int *stage)
 {
+	struct fi_info *bound = NULL;
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .flags = LNX_FI_PEER };
 	struct fi_rx_attr rx_attr = { .op_flags = LNX_FI_PEER };
@@ -198,6 +199,20 @@ struct lnx_pep *lnx_pep_open(struct fid_domain *dom, struct fi_info *info, uintp
 	if ((*ret = fi_cq_open(dom, &cq_attr, &p->cq, &cq_ctx)))
 		goto fail;
 	*stage = 3;
+	if (src) {
+		/* Bind to src (fi_getinfo's node/service with FI_SOURCE). */
+		*ret = -FI_ENOMEM;
+		bound = fi_dupinfo(info);
+		if (!bound)
+			goto fail;
+		free(bound->src_addr);
+		bound->src_addr = malloc(srclen);
+		if (!bound->src_addr)
+			goto fail;
+		memcpy(bound->src_addr, src, srclen);
+		bound->src_addrlen = srclen;
+		info = bound;
+	}
 	if ((*ret = fi_endpoint(dom, info, &p->ep, NULL)))
 		goto fail;
 	if ((*ret = fi_ep_bind(p->ep, &p->av->fid, 0)))
@@ -220,8 +235,10 @@ struct lnx_pep *lnx_pep_open(struct fid_domain *dom, struct fi_info *info, uintp
 	if ((*ret = fi_enable(p->ep)))
 		goto fail;
 	*ret = 0;
+	fi_freeinfo(bound);
 	return p;
 fail:
+	fi_freeinfo(bound);
 	lnx_pep_close(p);
 	return NULL;
 }
