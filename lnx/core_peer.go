@@ -61,7 +61,7 @@ type peerRecv struct {
 	r         *recvCtx
 	src, size uint64
 	kind      uint64
-	bounce    unsafe.Pointer // C buffer of size bytes the core fills instead of r (a truncating start)
+	bounce    []byte // a staging buffer (mmap'd, pinned for device copies) the core fills instead of r
 }
 
 // openPeerCore opens the peer endpoint on cd's domain; an error wrapping
@@ -208,7 +208,7 @@ func (c *peerCore) Get(tagged bool, addr, size, tag uint64, pe peerep.Entry) boo
 	if r := q.ArriveIfPosted(&e.probe); r != nil {
 		c.expected++
 		rc := e.taken(q, r.Ctx.(*recvCtx), size)
-		return c.bind(pe, rc, src, size, kind, size > rc.capacity()) == nil
+		return c.bind(pe, rc, src, size, kind, size > rc.capacity() || rc.dev) == nil
 	}
 	hdr := msgHdr{Tag: tag}
 	if tagged {
@@ -219,7 +219,7 @@ func (c *peerCore) Get(tagged bool, addr, size, tag uint64, pe peerep.Entry) boo
 	if r := q.Arrive(&u.msg); r != nil {
 		c.expected++
 		rc := e.taken(q, r.Ctx.(*recvCtx), size)
-		return c.bind(pe, rc, src, size, kind, size > rc.capacity()) == nil
+		return c.bind(pe, rc, src, size, kind, size > rc.capacity() || rc.dev) == nil
 	}
 	c.unexpected++
 	e.lastBig = false
@@ -232,7 +232,8 @@ func (c *peerCore) Queued(peerep.Entry) {}
 
 // bind gives entry pe the receive r and remembers r until it completes.
 // bounce: the core fills a C buffer of the message's size, copied into r
-// at completion. lnx truncates itself: 2.1 shm crashes in start_tag when
+// at completion (device buffers, which the core cannot address, and
+// messages larger than r). lnx truncates itself: 2.1 shm crashes in start_tag when
 // a queued message is larger than the receive, and never completes the
 // send of a 1 MiB message truncated on arrival.
 func (c *peerCore) bind(pe peerep.Entry, r *recvCtx, src, size, kind uint64, bounce bool) error {
@@ -246,35 +247,43 @@ func (c *peerCore) bind(pe peerep.Entry, r *recvCtx, src, size, kind uint64, bou
 	}
 	p := &peerRecv{r: r, src: src, size: size, kind: kind}
 	if bounce {
-		p.bounce = peerep.Alloc(size)
-		bases[0], lens[0], n = p.bounce, size, 1
+		b, err := c.e.stage.get(max(size, 1))
+		if err != nil {
+			return err
+		}
+		p.bounce = b
+		bases[0], lens[0], n = unsafe.Pointer(unsafe.SliceData(b)), size, 1
 	}
 	if err := pe.Set(bases[:n], lens[:n], id); err != nil {
-		if p.bounce != nil {
-			peerep.Free(p.bounce)
-		}
+		c.e.stage.put(p.bounce)
 		return err
 	}
 	c.recvs[id] = p
 	return nil
 }
 
-// landed copies a bounced receive's n bytes into its buffers: the bytes
-// placed.
-func (p *peerRecv) landed(n uint64) uint64 {
+// landed copies a bounced receive's n bytes into its buffers (device
+// buffers through the device runtime): the bytes placed.
+func (c *peerCore) landed(p *peerRecv, n uint64) (uint64, error) {
 	if p.bounce == nil {
-		return n
+		return n, nil
 	}
-	n = scatter(p.r.bufs(), unsafe.Slice((*byte)(p.bounce), min(n, p.size)))
-	peerep.Free(p.bounce)
+	var err error
+	data := p.bounce[:min(n, p.size)]
+	if p.r.dev {
+		n, err = scatterKinds(p.r.bufs(), p.r.kinds[:p.r.n], data)
+	} else {
+		n = scatter(p.r.bufs(), data)
+	}
+	c.e.stage.put(p.bounce)
 	p.bounce = nil
-	return n
+	return n, err
 }
 
 // start starts a queued message into receive r (deliver).
 func (c *peerCore) start(r *recvCtx, src, size uint64, hdr msgHdr, pe peerep.Entry, kind uint64) {
 	tagged := hdr.Flags&hdrTagged != 0
-	err := c.bind(pe, r, src, size, kind, size > r.capacity())
+	err := c.bind(pe, r, src, size, kind, size > r.capacity() || r.dev)
 	if err == nil {
 		c.started++
 		id := c.next
@@ -303,7 +312,8 @@ func (c *peerCore) Write(id, flags, n, data, tag, src uint64) {
 		if flags&fi.REMOTE_CQ_DATA != 0 {
 			hdr.Data, hdr.Flags = data, hdr.Flags|hdrData
 		}
-		e.complete(p.r, p.src, max(p.size, n), p.landed(n), hdr, p.kind, kindNet, nil)
+		placed, err := c.landed(p, n)
+		e.complete(p.r, p.src, max(p.size, n), placed, hdr, p.kind, kindNet, err)
 		return
 	}
 	c.sendDone(id, nil)
@@ -328,7 +338,7 @@ func (c *peerCore) WriteErr(id, flags, n, data, tag uint64, errno, provErr int, 
 		}
 		var err error
 		if p.bounce != nil {
-			n = p.landed(n)
+			n, _ = c.landed(p, n)
 		} else if fi.Errno(errno) == fi.ETRUNC {
 			// The buffers were filled (shm reports len 0, rxm the
 			// message's length).

@@ -705,8 +705,8 @@ func (e *Endpoint) deliver(r *recvCtx, src, size uint64, hdr msgHdr, data []byte
 		return
 	}
 	if rv.pe.Valid() {
-		// The core moves the data (device buffers included: not
-		// supported on the peer path yet).
+		// The core moves the data (into a bounce buffer for device
+		// memory: core_peer.go).
 		rv.pc.start(r, src, size, hdr, rv.pe, kind)
 		return
 	}

@@ -238,10 +238,3 @@ func check(what string, ret C.int) error {
 	}
 	return fi.Wrap(fi.Errno(code), "%s: %s", what, C.GoString(C.fi_strerror(C.int(code))))
 }
-
-// Alloc returns n bytes of C memory (a bounce buffer the core may fill
-// after the call); Free releases it.
-func Alloc(n uint64) unsafe.Pointer { return C.malloc(C.size_t(max(n, 1))) }
-
-// Free releases memory from Alloc.
-func Free(p unsafe.Pointer) { C.free(p) }
