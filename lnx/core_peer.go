@@ -287,7 +287,7 @@ func (c *peerCore) start(r *recvCtx, src, size uint64, hdr msgHdr, pe peerep.Ent
 	if err == nil {
 		c.started++
 		id := c.next
-		if err = pe.Start(tagged); err != nil {
+		if err = c.ep.Start(pe, tagged); err != nil {
 			delete(c.recvs, id)
 		}
 	}

@@ -677,7 +677,7 @@ func (e *Endpoint) discard(m *peers.Msg) {
 	case u.rv.net != nil:
 		err = u.rv.t.Discard(u.rv.net)
 	case u.rv.pe.Valid():
-		err = u.rv.pe.Discard(u.hdr.Flags&hdrTagged != 0)
+		err = u.rv.pc.ep.Discard(u.rv.pe, u.hdr.Flags&hdrTagged != 0)
 	case u.hdr.Flags&hdrIPC != 0:
 		// The sender waits for an acknowledgement to release its buffer.
 		if d, derr := decodeIPC(u.data); derr == nil {

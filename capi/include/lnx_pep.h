@@ -49,6 +49,15 @@ struct lnx_pctx {
 	void *copy;
 };
 
+/* A completion the core wrote through the peer CQ, kept until Go drains
+ * them after its call into the core returns (one call into Go per batch,
+ * not per completion). */
+#define LNX_PEP_COMPS 64
+struct lnx_pcomp {
+	uint64_t id, flags, len, data, tag, src, olen;
+	int32_t err, prov_err; /* err: 0, or the positive fi_errno of writeerr */
+};
+
 struct lnx_pep {
 	struct lnx_peer_srx srx; /* first: a callback's srx is the lnx_pep */
 	struct lnx_peer_cq pcq;
@@ -61,6 +70,8 @@ struct lnx_pep {
 	uintptr_t handle; /* Go's cgo.Handle of the owner */
 	size_t inject, tx_iov, cq_data;
 	struct fi_cq_tagged_entry evs[16];
+	uint32_t ncomp;
+	struct lnx_pcomp comps[LNX_PEP_COMPS];
 };
 
 /* src (srclen bytes): the core address to bind to, or NULL. */

@@ -63,13 +63,38 @@ func (e Entry) Set(bases []unsafe.Pointer, lens []uint64, id uint64) error {
 }
 
 // Start starts a queued message into the receive Set gave it.
-func (e Entry) Start(tagged bool) error {
-	return check("peer start", C.lnx_pep_start(e.c, cbool(tagged)))
+func (ep *EP) Start(e Entry, tagged bool) error {
+	err := check("peer start", C.lnx_pep_start(e.c, cbool(tagged)))
+	ep.drain()
+	return err
 }
 
 // Discard drops a queued message.
-func (e Entry) Discard(tagged bool) error {
-	return check("peer discard", C.lnx_pep_discard(e.c, cbool(tagged)))
+func (ep *EP) Discard(e Entry, tagged bool) error {
+	err := check("peer discard", C.lnx_pep_discard(e.c, cbool(tagged)))
+	ep.drain()
+	return err
+}
+
+// drain hands the completions the core wrote during the last call to the
+// owner, in the order written.
+func (ep *EP) drain() {
+	n := int(ep.c.ncomp)
+	if n == 0 {
+		return
+	}
+	var batch [C.LNX_PEP_COMPS]C.struct_lnx_pcomp
+	copy(batch[:n], ep.c.comps[:n])
+	ep.c.ncomp = 0 // before the owner runs: it may call into the core again
+	for i := range n {
+		w := &batch[i]
+		if w.err != 0 {
+			ep.o.WriteErr(uint64(w.id), uint64(w.flags), uint64(w.len), uint64(w.data), uint64(w.tag),
+				int(w.err), int(w.prov_err), uint64(w.olen))
+			continue
+		}
+		ep.o.Write(uint64(w.id), uint64(w.flags), uint64(w.len), uint64(w.data), uint64(w.tag), uint64(w.src))
+	}
 }
 
 // Owner is lnx's side of the callbacks.
@@ -91,6 +116,7 @@ type Owner interface {
 // EP is a core endpoint driven through the peer API.
 type EP struct {
 	c      *C.struct_lnx_pep
+	o      Owner
 	h      cgo.Handle
 	name   []byte
 	Inject int // the core's inject size
@@ -107,7 +133,8 @@ var stages = [...]string{"", "fi_av_open", "fi_cq_open(FI_PEER)", "fi_endpoint",
 // the fi_info it was opened with (struct fi_info *), owned by o; src, if
 // set, is the core address to bind it to.
 func Open(dom, info unsafe.Pointer, src []byte, o Owner) (*EP, error) {
-	h := cgo.NewHandle(o)
+	ep := &EP{o: o}
+	h := cgo.NewHandle(ep)
 	var ret, stage C.int
 	var csrc unsafe.Pointer
 	if len(src) > 0 {
@@ -131,7 +158,7 @@ func Open(dom, info unsafe.Pointer, src []byte, o Owner) (*EP, error) {
 		}
 		return nil, err
 	}
-	ep := &EP{c: c, h: h, Inject: int(c.inject)}
+	ep.c, ep.h, ep.Inject = c, h, int(c.inject)
 	var err error
 	if ep.name, err = ep.getname(); err != nil {
 		ep.Close()
@@ -175,7 +202,9 @@ func (ep *EP) Insert(name []byte) (uint64, error) {
 
 // Progress drives the core (its CQ read); callbacks come inside.
 func (ep *EP) Progress() error {
-	if n := C.lnx_pep_progress(ep.c); n < 0 {
+	n := C.lnx_pep_progress(ep.c)
+	ep.drain()
+	if n < 0 {
 		return check("peer progress", C.int(n))
 	}
 	return nil
@@ -199,6 +228,7 @@ func (ep *EP) Send(tagged bool, bases []unsafe.Pointer, lens []uint64, dest, tag
 	}
 	ret := C.lnx_pep_send(ep.c, cbool(tagged), &b[0], &l[0], C.int(n), C.uint64_t(dest), C.uint64_t(tag),
 		C.uint64_t(data), cbool(hasData), cbool(inject), C.uint64_t(id))
+	ep.drain() // a completion written inside the send reaches the owner after it returns
 	switch {
 	case ret == 1:
 		return true, nil
