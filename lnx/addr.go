@@ -33,6 +33,12 @@ const (
 
 	coreShm byte = 1 // lnx's shm core
 	coreOFI byte = 2 // a libfabric core, in link order
+	// corePeer is a libfabric core driven through the peer API
+	// (core_peer.go): its blob is packed like coreOFI's (ofi.EncodeAddr),
+	// and an endpoint on the transport adapter never connects to it, nor
+	// one on the peer path to a coreOFI address (they carry different
+	// wire formats).
+	corePeer byte = 3
 )
 
 // Addr is a decoded lnx address: where the endpoint lives and how each of
@@ -64,7 +70,7 @@ func (a *Addr) Encode() ([]byte, error) {
 	off := addrHdrLen
 	for _, c := range a.Cores {
 		raw := c.Raw
-		if c.Kind == coreOFI {
+		if c.Kind == coreOFI || c.Kind == corePeer {
 			p, err := ofi.PackAddr(raw)
 			if err != nil {
 				return nil, fi.Wrap(fi.EINVAL, "network core address: %v", err)
@@ -105,14 +111,14 @@ func DecodeAddr(b []byte) (*Addr, error) {
 			return nil, fi.Wrap(fi.EINVAL, "lnx address truncated at core %d", i)
 		}
 		kind, l := b[off], int(b[off+1])
-		if kind != coreShm && kind != coreOFI {
+		if kind != coreShm && kind != coreOFI && kind != corePeer {
 			return nil, fi.Wrap(fi.EINVAL, "lnx address core %d has unknown kind %d", i, kind)
 		}
 		if off+2+l > AddrLen {
 			return nil, fi.Wrap(fi.EINVAL, "lnx address core %d overruns the blob", i)
 		}
 		raw := append([]byte(nil), b[off+2:off+2+l]...)
-		if kind == coreOFI {
+		if kind == coreOFI || kind == corePeer {
 			blob, err := ofi.UnpackAddr(raw)
 			if err != nil {
 				return nil, fi.Wrap(fi.EINVAL, "lnx address core %d: %v", i, err)

@@ -129,10 +129,23 @@ func netAddrsOf(a *Addr) [][]byte {
 	return out
 }
 
-// netIDsOf returns the transport ids of a peer's network cores.
+// peerAddrsOf returns the address blobs of a peer's peer-API cores.
+func peerAddrsOf(a *Addr) [][]byte {
+	var out [][]byte
+	for _, c := range a.Cores {
+		if c.Kind == corePeer {
+			out = append(out, c.Raw)
+		}
+	}
+	return out
+}
+
+// netIDsOf returns the transport ids of a peer's network cores (peer-API
+// ones included: their blobs carry an id too, by which an arrival's
+// sender is found in the AV).
 func netIDsOf(a *Addr) []uint64 {
 	var ids []uint64
-	for _, raw := range netAddrsOf(a) {
+	for _, raw := range append(netAddrsOf(a), peerAddrsOf(a)...) {
 		if id, err := ofi.AddrID(raw); err == nil {
 			ids = append(ids, id)
 		}

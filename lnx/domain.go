@@ -35,6 +35,7 @@ type coreDomain struct {
 	list   *ofi.List
 	fab    *ofi.Fabric
 	dom    *ofi.Domain
+	peer   bool // opened with FI_PEER in the caps (FI_LNX_PEER_API)
 }
 
 func (c *coreDomain) close() error {
@@ -71,7 +72,7 @@ func (f *Fabric) OpenDomain(info fi.Info) (*Domain, error) {
 	for _, c := range link.Cores {
 		cd := &coreDomain{choice: c}
 		d.cores = append(d.cores, cd)
-		if err := cd.open(f.Version, cfg.NetAddrFormat); err != nil {
+		if err := cd.open(f.Version, cfg.NetAddrFormat, cfg.PeerAPI); err != nil {
 			d.closeCores()
 			return nil, err
 		}
@@ -91,10 +92,20 @@ func coreCaps(prov string) uint64 {
 	return ofi.CoreCaps
 }
 
-func (c *coreDomain) open(version, addrFormat uint32) error {
+func (c *coreDomain) open(version, addrFormat uint32, peerAPI bool) error {
 	var err error
-	if c.list, err = ofi.GetInfo(version, links.CoreProv(c.choice.Prov), c.choice.Domain, coreCaps(c.choice.Prov)); err != nil {
-		return err
+	prov, caps := links.CoreProv(c.choice.Prov), coreCaps(c.choice.Prov)
+	if peerAPI && peerAPIUsable() {
+		// A core that answers with FI_PEER may take lnx's peer SRX and
+		// CQ (the endpoint finds out: openPeerCore).
+		if c.list, err = ofi.GetInfo(version, prov, c.choice.Domain, caps|fi.PEER); err == nil {
+			c.peer = true
+		}
+	}
+	if c.list == nil {
+		if c.list, err = ofi.GetInfo(version, prov, c.choice.Domain, caps); err != nil {
+			return err
+		}
 	}
 	c.list.Prefer(addrFormat) // as resolve chose
 	if c.fab, err = ofi.OpenFabric(c.list.Infos[0]); err != nil {

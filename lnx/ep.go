@@ -166,6 +166,7 @@ type epFast struct {
 	// receive posted then, as the next call into Go would only take back.
 	lastBig bool
 	lastNet *ofi.Peer // the last network sender (nil: unknown), for netCore.lend
+	peer    *peerCore // the link's network core when driven through the peer API (core_peer.go)
 	// armHeads is disarm's copy of the ring heads C left, handed to each
 	// core's takeBack. A field, not a local: a local passed through the
 	// core interface would be allocated on every disarm.
@@ -210,6 +211,23 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	if err != nil {
 		e.closeCores()
 		return nil, err
+	}
+	if len(d.cores) == 1 && d.cores[0].peer {
+		// The peer API (FI_LNX_PEER_API, libfabric 2.0 to 2.2): the
+		// core's endpoint takes lnx's peer SRX and CQ, or lnx falls
+		// back to the transport adapter.
+		var srcName []byte
+		if len(src) > 0 {
+			srcName = src[0]
+		}
+		pc, err := e.openPeerCore(d.cores[0], srcName)
+		if err == nil {
+			e.peer = pc
+			e.addCore(pc)
+			d.get()
+			return e, nil
+		}
+		logging.Warnf(logging.EPCtrl, "link %s: peer API not taken, using the transport adapter: %v", d.Link.Name(), err)
 	}
 	for i, c := range d.cores {
 		var srcName []byte

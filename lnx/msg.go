@@ -13,6 +13,7 @@ import (
 	"github.com/lnx-go/lnx-go/lnx/logging"
 	"github.com/lnx-go/lnx-go/peers"
 	"github.com/lnx-go/lnx-go/peers/ofi"
+	"github.com/lnx-go/lnx-go/peers/peerep"
 	"github.com/lnx-go/lnx-go/shm"
 )
 
@@ -108,9 +109,13 @@ type rndv struct {
 	net *ofi.Rendezvous
 	t   *ofi.Transport
 	ti  int // t's index in Endpoint.nets
+	// A message a peer-API core queued (core_peer.go): its entry, which
+	// the receive that takes it starts.
+	pe peerep.Entry
+	pc *peerCore
 }
 
-func (r rndv) none() bool { return r.shm == nil && r.net == nil }
+func (r rndv) none() bool { return r.shm == nil && r.net == nil && !r.pe.Valid() }
 
 // unexpected is a message that arrived before its receive was posted.
 type unexpected struct {
@@ -232,6 +237,11 @@ func (e *Endpoint) Send(op *Op) error {
 	if rt.shm != nil {
 		done, err = e.shm.Send(rt.shm, shm.Hdr(hdr), iovs[:niov], id)
 		again = errors.Is(err, shm.ErrAgain)
+	} else if rt.peer {
+		// The core's own protocols, the application's tag and CQ data.
+		done, err = e.peer.send(rt.pfa, op.Tagged, hdr, iovs[:niov], flags&fi.INJECT != 0, id)
+		again = errors.Is(err, peerep.ErrAgain)
+		e.netBusy()
 	} else {
 		r, seq := rt.nextRail()
 		h := hdr
@@ -332,6 +342,10 @@ type route struct {
 	rails []rail
 	rr    int
 	seq   uint16
+
+	// A peer-API core (core_peer.go): the peer's fi_addr in its AV.
+	peer bool
+	pfa  uint64
 }
 
 // reachedOverNet says whether a peer already talks to us over a network
@@ -377,6 +391,21 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 			return nil, fi.Wrap(fi.EHOSTUNREACH, "shm connect to %d: %v", addr, err)
 		}
 		logging.Warnf(logging.EPData, "peer %d on this node is not reachable over shm (%v); using the network core", addr, err)
+	}
+	if e.peer != nil {
+		// A node/service address (nodesvc.go) names the core address
+		// alone: it serves the peer path too.
+		blobs := append(peerAddrsOf(ent.addr), netAddrsOf(ent.addr)...)
+		if len(blobs) == 0 {
+			return nil, fi.Wrap(fi.EHOSTUNREACH, "peer %d has no peer-API core address (FI_LNX_PEER_API differs between the two?)", addr)
+		}
+		fa, err := e.peer.connect(blobs[0])
+		if err != nil {
+			return nil, fi.Wrap(fi.EHOSTUNREACH, "peer core insert of %d: %v", addr, err)
+		}
+		rt := &route{kind: kindNet, peer: true, pfa: fa}
+		e.routes[addr] = rt
+		return rt, nil
 	}
 	nets := netAddrsOf(ent.addr)
 	if len(nets) == 0 || len(e.nets) == 0 {
@@ -626,6 +655,12 @@ func (e *Endpoint) peek(q *peers.Queue, op *Op, src, ignore, flags, kind uint64)
 		c.Flags |= fi.REMOTE_CQ_DATA
 		c.Data = u.hdr.Data
 	}
+	if u.rv.pe.Valid() {
+		if d, ok := u.rv.pe.CQData(); ok { // the core queued it with its CQ data
+			c.Flags |= fi.REMOTE_CQ_DATA
+			c.Data = d
+		}
+	}
 	if flags&fi.DISCARD != 0 {
 		e.discard(m)
 	}
@@ -641,6 +676,8 @@ func (e *Endpoint) discard(m *peers.Msg) {
 		err = e.shm.Discard(u.rv.shm)
 	case u.rv.net != nil:
 		err = u.rv.t.Discard(u.rv.net)
+	case u.rv.pe.Valid():
+		err = u.rv.pc.ep.Discard(u.rv.pe, u.hdr.Flags&hdrTagged != 0)
 	case u.hdr.Flags&hdrIPC != 0:
 		// The sender waits for an acknowledgement to release its buffer.
 		if d, derr := decodeIPC(u.data); derr == nil {
@@ -665,6 +702,12 @@ func (e *Endpoint) deliverUnexpected(r *recvCtx, m *peers.Msg, kind uint64) {
 func (e *Endpoint) deliver(r *recvCtx, src, size uint64, hdr msgHdr, data []byte, rv rndv, kind uint64, core int) {
 	if hdr.Flags&hdrIPC != 0 {
 		e.deliverIPC(r, src, size, hdr, data, kind, core)
+		return
+	}
+	if rv.pe.Valid() {
+		// The core moves the data (into a bounce buffer for device
+		// memory: core_peer.go).
+		rv.pc.start(r, src, size, hdr, rv.pe, kind)
 		return
 	}
 	if r.dev {

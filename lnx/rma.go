@@ -320,6 +320,9 @@ func (e *Endpoint) rmaStart(op *RMAOp, flags, size uint64, dev bool, kinds *[Max
 	if err != nil {
 		return err
 	}
+	if rt.peer {
+		return fi.Wrap(fi.EOPNOTSUPP, "one-sided operations over a peer-API core are not wired yet")
+	}
 	p := rmaPeer{shm: rt.shm}
 	if rt.shm == nil {
 		r := rt.rail

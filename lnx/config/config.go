@@ -52,6 +52,9 @@ type Config struct {
 	NetCredits int
 	NetRead    bool
 	NativeRMA  bool
+	// PeerAPI: drive network cores that accept it through the peer
+	// API (FI_LNX_PEER_API, libfabric 2.x only; default off).
+	PeerAPI    bool
 	FastSend   bool
 	FastRecv   bool
 	ArmRecv    bool
@@ -80,6 +83,7 @@ func Load(getenv func(string) string) *Config {
 		NetCredits:    r.credits(),
 		NetRead:       !r.off(NetRead),
 		NativeRMA:     !r.off(NativeRMA),
+		PeerAPI:       r.on(PeerAPI),
 		FastSend:      !r.off(FastSend),
 		FastRecv:      !r.off(FastRecv),
 		ArmRecv:       !r.off(ArmRecv),

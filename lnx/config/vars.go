@@ -26,6 +26,7 @@ const (
 	RocmLib            = "FI_LNX_ROCM_LIB"
 	WaitSleepMax       = "FI_LNX_WAIT_SLEEP_MAX"
 	NativeRMA          = "FI_LNX_NATIVE_RMA"
+	PeerAPI            = "FI_LNX_PEER_API"
 )
 
 // ParamType says how `fi_info -e` shows a variable (capi maps it to
@@ -69,6 +70,8 @@ var Vars = []Var{
 		"credits (1-255, default 64; 0 turns flow control off)."},
 	{NativeRMA, ParamBool, "Writes and reads toward network peers go as the network core's own RMA " +
 		"where it can carry them (default: on; off: the target executes every one-sided operation)."},
+	{PeerAPI, ParamBool, "Under libfabric 2.0 to 2.2, drive a network core that accepts a peer SRX and peer CQ " +
+		"(shm as fi_shm, tcp;ofi_rxm) through the peer API instead of lnx's transport adapter (default: off)."},
 	{NetRead, ParamBool, "Large network sends of one buffer are read by the receiver (RMA) where the core can (default: on)."},
 	{FastSend, ParamBool, "Write small sends to peers on this node from C, without calling into Go (default: on)."},
 	{FastRecv, ParamBool, "Queue receives into one host buffer in C; Go posts them in order when it next runs (default: on)."},

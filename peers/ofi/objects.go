@@ -85,3 +85,9 @@ func (d *Domain) Close() error {
 	d.dom = nil
 	return err
 }
+
+// Ptr is the core domain's struct fid_domain (peers/peerep opens its peer
+// endpoint on it), InfoPtr the struct fi_info it was opened with; both
+// valid until the domain and its fabric close.
+func (d *Domain) Ptr() unsafe.Pointer     { return unsafe.Pointer(d.dom) }
+func (d *Domain) InfoPtr() unsafe.Pointer { return unsafe.Pointer(d.f.info) }

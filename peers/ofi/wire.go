@@ -302,3 +302,9 @@ func DescribeAddr(blob []byte) string {
 	}
 	return fmt.Sprintf("%014x@%x", a.id, n)
 }
+
+// EncodeAddr makes an address blob for a core endpoint that the transport
+// does not drive (a peer-API endpoint, peers/peerep): id and core name,
+// no eager limit and no credit window. PackAddr, UnpackAddr, AddrID and
+// AddrName take it like a transport's.
+func EncodeAddr(id uint64, name []byte) []byte { return encodeAddr(id, 0, 0, name) }

@@ -18,6 +18,11 @@ echo "# Debian 13 (libfabric $(dpkg-query -W -f='${Version}' libfabric1)): same 
 echo "# Debian 13: two simulated nodes (lnx over tcp;ofi_rxm) beside tcp;ofi_rxm alone"
 /out/bench/fi_bench -r "${ROUNDS:-3}" -s 1,64,4096,65536,1048576 'tcp=tcp;ofi_rxm' \
 	'lnx=lnx@shm+tcp;ofi_rxm:lo#bench'
+echo "# Debian 13: the peer API path (FI_LNX_PEER_API=1) beside the transport adapter, over fi_shm and tcp;ofi_rxm"
+/out/bench/fi_bench -r "${ROUNDS:-3}" -s 1,64,4096,65536,1048576 shm=shm 'adapter=lnx@fi_shm#bench^FI_LNX_PEER_API=0' \
+	'peer=lnx@fi_shm#bench^FI_LNX_PEER_API=1'
+/out/bench/fi_bench -r "${ROUNDS:-3}" -s 1,64,4096,65536,1048576 'tcp=tcp;ofi_rxm' \
+	'adapter=lnx@shm+tcp;ofi_rxm:lo#bench^FI_LNX_PEER_API=0' 'peer=lnx@shm+tcp;ofi_rxm:lo#bench^FI_LNX_PEER_API=1'
 echo "# Debian 13: MPI level, Open MPI $(dpkg-query -W -f='${Version}' openmpi-bin): ob1 + sm beside cm + ofi over lnx-go"
 mpicc -O2 -Wall -o /out/bench/mpi_bench /lnx/tests/mpi/mpi_bench.c
 bash /lnx/tests/mpi/mpi_bench.sh -r "${ROUNDS:-3}" -s 1,64,4k,64k,1m,4m /out/bench/mpi_bench

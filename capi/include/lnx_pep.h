@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * A network core driven through libfabric's peer API (issue #20), for
+ * peers/peerep's Go: lnx is the owner of the core's receive side (a peer
+ * SRX whose get/queue callbacks ask lnx's matching engine) and of its
+ * completions (a peer CQ whose write callbacks become lnx completions).
+ * Only the 2.0 to 2.2 ABI (lnx_peer_abi.h, v2): 1.17 stays on the
+ * transport adapter (peers/ofi).
+ *
+ * Memory the core sees is C memory: the owner's SRX and CQ (inside struct
+ * lnx_pep), the rx entries (struct lnx_pentry, calloc'd in get_*, freed in
+ * free_entry) and the operation contexts (struct lnx_pctx, one per send or
+ * started receive, freed when its completion is written). Go keeps a
+ * cgo.Handle in lnx_pep.handle, never a Go pointer in C.
+ */
+#ifndef LNX_PEP_H
+#define LNX_PEP_H
+
+#include <stdint.h>
+#include <sys/uio.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_eq.h>
+#include "lnx_peer_abi.h"
+
+#ifndef LNX_HIDDEN
+#define LNX_HIDDEN __attribute__((visibility("hidden")))
+#endif
+
+#define LNX_PEP_IOV 8
+
+/* An owner rx entry: the v2 fi_peer_rx_entry and the iovec it points at. */
+struct lnx_pentry {
+	struct lnx_peer_rx_entry_v2 pe;
+	struct iovec iov[LNX_PEP_IOV];
+	void *desc[LNX_PEP_IOV];
+};
+
+/* The context of one operation handed to the core (a send, or a receive
+ * entry matched or started): its Go id, and a copy of a send's data that
+ * the caller may reuse at once (freed with the context). */
+struct lnx_pctx {
+	struct fi_context2 ctx;
+	uint64_t id;
+	void *copy;
+};
+
+/* A completion the core wrote through the peer CQ, kept until Go drains
+ * them after its call into the core returns (one call into Go per batch,
+ * not per completion). */
+#define LNX_PEP_COMPS 64
+struct lnx_pcomp {
+	uint64_t id, flags, len, data, tag, src, olen;
+	int32_t err, prov_err; /* err: 0, or the positive fi_errno of writeerr */
+};
+
+struct lnx_pep {
+	struct lnx_peer_srx srx; /* first: a callback's srx is the lnx_pep */
+	struct lnx_peer_cq pcq;
+	struct lnx_peer_srx_owner_v2 srx_ops;
+	struct lnx_peer_cq_owner cq_ops;
+	struct fi_ops fid_ops;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep, *srx_ep;
+	uintptr_t handle; /* Go's cgo.Handle of the owner */
+	size_t inject, tx_iov, cq_data;
+	struct fi_cq_tagged_entry evs[16];
+	uint32_t ncomp;
+	struct lnx_pcomp comps[LNX_PEP_COMPS];
+};
+
+/* src (srclen bytes): the core address to bind to, or NULL. */
+LNX_HIDDEN struct lnx_pep *lnx_pep_open(struct fid_domain *dom, struct fi_info *info,
+					const void *src, size_t srclen, uintptr_t handle, int *ret,
+					int *stage);
+LNX_HIDDEN int lnx_pep_close(struct lnx_pep *p);
+LNX_HIDDEN int lnx_pep_getname(struct lnx_pep *p, void *buf, size_t *len);
+LNX_HIDDEN int lnx_pep_av_insert(struct lnx_pep *p, const void *name, uint64_t *out);
+LNX_HIDDEN ssize_t lnx_pep_progress(struct lnx_pep *p);
+/* Sends n pieces (base/len arrays) to dest. inject: the caller may reuse
+ * the buffers on return (fi_inject within the core's inject size, else a
+ * copy). Returns 1 when done on return (no completion will come), 0 when
+ * the completion will come with id, or a negative fi_errno. */
+LNX_HIDDEN ssize_t lnx_pep_send(struct lnx_pep *p, int tagged, void **base, size_t *len, int n,
+				uint64_t dest, uint64_t tag, uint64_t data, int has_data,
+				int inject, uint64_t id);
+/* Fills an entry with a receive's buffers and context (id) and, start
+ * set, starts it (the core had queued it). */
+LNX_HIDDEN int lnx_pep_entry_set(struct lnx_pentry *e, void **base, size_t *len, int n,
+				 uint64_t id);
+LNX_HIDDEN int lnx_pep_start(struct lnx_pentry *e, int tagged);
+LNX_HIDDEN int lnx_pep_discard(struct lnx_pentry *e, int tagged);
+
+#endif

@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
+package lnx
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"unsafe"
+
+	"github.com/lnx-go/lnx-go/internal/fi"
+	"github.com/lnx-go/lnx-go/internal/memmap"
+	"github.com/lnx-go/lnx-go/peers"
+	"github.com/lnx-go/lnx-go/peers/ofi"
+	"github.com/lnx-go/lnx-go/peers/peerep"
+)
+
+// peerCore is the core adapter (core.go) of a network core driven through
+// libfabric's peer API (peers/peerep; docs/peer-api.md "Wiring"): the core
+// moves messages with its own protocols, the application's tag and CQ
+// data, and no lnx header; lnx owns its receive side and completions.
+//
+// Matching: the core asks (peerep.Owner.Get) for the receive of every
+// message it reads, inside progress, a send or a start, all of them
+// called from Go with the endpoint locked: Get matches against the same
+// peers.Queue as every other core (ArriveIfPosted, then Arrive), so
+// any-source receives see arrivals of all cores in lnx's order. A message
+// no receive wants is queued in peers.Queue as unexpected, holding the
+// core's entry (rndv.pe); the receive that later takes it (Post,
+// FI_CLAIM, a multi-receive carve) fills the entry and starts it
+// (deliver). The core's completions (Write) become lnx completions.
+//
+// The callbacks run with e locked by the caller and never lock it.
+type peerCore struct {
+	e    *Endpoint
+	fab  *ofi.Fabric // the core fabric and domain of this endpoint alone:
+	dom  *ofi.Domain // 2.1 rxm takes one peer SRX per domain
+	ep   *peerep.EP
+	blob []byte // our address blob (ofi.EncodeAddr: id and core name)
+
+	// The core's AV: core names of AV entries inserted (byName), and the
+	// transport id of each core fi_addr (byCore), by which an arrival's
+	// sender is found in lnx's AV (av.byNetID).
+	byName map[string]uint64
+	byCore map[uint64]uint64
+	avGen  uint64
+	avSeen *AV
+
+	recvs map[uint64]*peerRecv // receives the core is filling, by id
+	early map[uint64]error     // send completions written inside the send call
+	next  uint64
+
+	sends, injects, expected, started, unexpected uint64
+}
+
+// peerRecv is a receive handed to the core.
+type peerRecv struct {
+	r         *recvCtx
+	src, size uint64
+	kind      uint64
+	bounce    []byte // a staging buffer (mmap'd, pinned for device copies) the core fills instead of r
+}
+
+// openPeerCore opens the peer endpoint on cd's domain; an error wrapping
+// peerep.ErrRefused means the core does not take the peer API.
+// src, if set, binds it (node/service with FI_SOURCE): its id is then
+// ofi.NameID of the address it got, as the transport's.
+func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
+	c := &peerCore{e: e, byName: map[string]uint64{}, byCore: map[uint64]uint64{},
+		recvs: map[uint64]*peerRecv{}, early: map[uint64]error{}}
+	var err error
+	if c.fab, err = ofi.OpenFabric(cd.list.Infos[0]); err != nil {
+		return nil, err
+	}
+	if c.dom, err = c.fab.OpenDomain(); err != nil {
+		_ = c.fab.Close()
+		return nil, err
+	}
+	ep, err := peerep.Open(c.dom.Ptr(), c.dom.InfoPtr(), src, c)
+	if err != nil {
+		_ = c.dom.Close()
+		_ = c.fab.Close()
+		return nil, err
+	}
+	c.ep = ep
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	id := binary.LittleEndian.Uint64(b[:])&(1<<56-1) | 1
+	if src != nil {
+		id = ofi.NameID(ep.Name())
+	}
+	c.blob = ofi.EncodeAddr(id, ep.Name())
+	return c, nil
+}
+
+// peerAPIUsable says whether the running libfabric's peer structs are the
+// v2 ones lnx mirrors (2.0 to 2.2).
+func peerAPIUsable() bool {
+	v := ofi.RuntimeVersion()
+	major, minor := v>>16, v&0xffff
+	return major == 2 && minor <= 2
+}
+
+func (c *peerCore) addr() CoreAddr { return CoreAddr{Kind: corePeer, Raw: c.blob} }
+func (c *peerCore) paced() bool    { return true }
+func (c *peerCore) quiet() bool    { return true }
+func (c *peerCore) housekeep()     {}
+func (c *peerCore) canLend() bool  { return false }
+func (c *peerCore) release()       {}
+
+func (c *peerCore) idleWords(*watchSet)  {}
+func (c *peerCore) armedWords(*watchSet) {}
+func (c *peerCore) takeBack([]uint64)    {}
+
+// lend lends nothing: C cannot read a peer core (its callbacks need Go).
+// While progress polls it on every call, no receive may be armed.
+func (c *peerCore) lend(*armMem, uint64) bool { return !c.e.netHotNow() }
+
+func (c *peerCore) close() error {
+	return errors.Join(c.ep.Close(), c.dom.Close(), c.fab.Close())
+}
+
+// poll inserts senders new to lnx's AV into the core's AV (so that the
+// core reports their fi_addr), then drives the core: its callbacks match,
+// queue and complete inside.
+func (c *peerCore) poll() {
+	c.sync()
+	n := c.sends + c.expected + c.started + c.unexpected
+	_ = c.ep.Progress()
+	if c.sends+c.expected+c.started+c.unexpected != n {
+		c.e.netActive()
+	} else if len(c.recvs) > 0 || c.e.netSends > 0 {
+		c.e.netBusy()
+	}
+}
+
+// sync puts the peer-core addresses of lnx's AV into the core's AV.
+func (c *peerCore) sync() {
+	av := c.e.av
+	if av == nil {
+		return
+	}
+	gen := av.gen.Load()
+	if av == c.avSeen && gen == c.avGen {
+		return
+	}
+	c.avSeen, c.avGen = av, gen
+	av.mu.RLock()
+	var blobs [][]byte
+	for _, ent := range av.entries {
+		if ent != nil {
+			blobs = append(blobs, peerAddrsOf(ent.addr)...)
+			blobs = append(blobs, netAddrsOf(ent.addr)...) // node/service addresses
+		}
+	}
+	av.mu.RUnlock()
+	for _, b := range blobs {
+		_, _ = c.connect(b)
+	}
+}
+
+// connect inserts a peer's blob into the core's AV (once per core name).
+func (c *peerCore) connect(blob []byte) (uint64, error) {
+	name, err := ofi.AddrName(blob)
+	if err != nil {
+		return 0, err
+	}
+	id, err := ofi.AddrID(blob)
+	if err != nil {
+		return 0, err
+	}
+	if fa, ok := c.byName[string(name)]; ok {
+		c.byCore[fa] = id
+		return fa, nil
+	}
+	fa, err := c.ep.Insert(name)
+	if err != nil {
+		return 0, err
+	}
+	c.byName[string(name)] = fa
+	c.byCore[fa] = id
+	return fa, nil
+}
+
+// source is the lnx fi_addr of the core fi_addr a (FI_ADDR_NOTAVAIL when
+// the sender was not in the core's AV).
+func (c *peerCore) source(a uint64) uint64 {
+	id, ok := c.byCore[a]
+	if !ok || c.e.av == nil {
+		return fi.ADDR_NOTAVAIL
+	}
+	return c.e.av.byNetID(id)
+}
+
+// Get (peerep.Owner): the core read a message; match it in lnx's order.
+func (c *peerCore) Get(tagged bool, addr, size, tag uint64, pe peerep.Entry) bool {
+	e := c.e
+	src := c.source(addr)
+	q := e.queue(tagged)
+	kind := opKindFlags(tagged)
+	if !tagged {
+		tag = 0
+	}
+	e.probe = peers.Msg{Src: src, Tag: tag, Size: size}
+	if r := q.ArriveIfPosted(&e.probe); r != nil {
+		c.expected++
+		rc := e.taken(q, r.Ctx.(*recvCtx), size)
+		return c.bind(pe, rc, src, size, kind, size > rc.capacity() || rc.dev) == nil
+	}
+	hdr := msgHdr{Tag: tag}
+	if tagged {
+		hdr.Flags |= hdrTagged
+	}
+	u := &unexpected{hdr: hdr, rv: rndv{pe: pe, pc: c}, kind: kindNet}
+	u.msg = peers.Msg{Src: src, Tag: tag, Size: size, Ctx: u}
+	if r := q.Arrive(&u.msg); r != nil {
+		c.expected++
+		rc := e.taken(q, r.Ctx.(*recvCtx), size)
+		return c.bind(pe, rc, src, size, kind, size > rc.capacity() || rc.dev) == nil
+	}
+	c.unexpected++
+	e.lastBig = false
+	return false
+}
+
+// Queued (peerep.Owner): the core queued the entry Get left unexpected;
+// its CQ data is in the entry now (peek reads it there).
+func (c *peerCore) Queued(peerep.Entry) {}
+
+// bind gives entry pe the receive r and remembers r until it completes.
+// bounce: the core fills a C buffer of the message's size, copied into r
+// at completion (device buffers, which the core cannot address, and
+// messages larger than r). lnx truncates itself: 2.1 shm crashes in start_tag when
+// a queued message is larger than the receive, and never completes the
+// send of a 1 MiB message truncated on arrival.
+func (c *peerCore) bind(pe peerep.Entry, r *recvCtx, src, size, kind uint64, bounce bool) error {
+	c.next++
+	id := c.next
+	var bases [peerep.MaxIov]unsafe.Pointer
+	var lens [peerep.MaxIov]uint64
+	n := min(r.n, peerep.MaxIov)
+	for i := range n {
+		bases[i], lens[i] = r.iov[i].Ptr, r.iov[i].Len
+	}
+	p := &peerRecv{r: r, src: src, size: size, kind: kind}
+	if bounce {
+		b, err := c.e.stage.get(max(size, 1))
+		if err != nil {
+			return err
+		}
+		p.bounce = b
+		bases[0], lens[0], n = unsafe.Pointer(unsafe.SliceData(b)), size, 1
+	}
+	if err := pe.Set(bases[:n], lens[:n], id); err != nil {
+		c.e.stage.put(p.bounce)
+		return err
+	}
+	c.recvs[id] = p
+	return nil
+}
+
+// landed copies a bounced receive's n bytes into its buffers (device
+// buffers through the device runtime): the bytes placed.
+func (c *peerCore) landed(p *peerRecv, n uint64) (uint64, error) {
+	if p.bounce == nil {
+		return n, nil
+	}
+	var err error
+	data := p.bounce[:min(n, p.size)]
+	if p.r.dev {
+		n, err = scatterKinds(p.r.bufs(), p.r.kinds[:p.r.n], data)
+	} else {
+		n = scatter(p.r.bufs(), data)
+	}
+	c.e.stage.put(p.bounce)
+	p.bounce = nil
+	return n, err
+}
+
+// start starts a queued message into receive r (deliver).
+func (c *peerCore) start(r *recvCtx, src, size uint64, hdr msgHdr, pe peerep.Entry, kind uint64) {
+	tagged := hdr.Flags&hdrTagged != 0
+	err := c.bind(pe, r, src, size, kind, size > r.capacity() || r.dev)
+	if err == nil {
+		c.started++
+		id := c.next
+		if err = c.ep.Start(pe, tagged); err != nil {
+			delete(c.recvs, id)
+		}
+	}
+	if err != nil {
+		c.e.complete(r, src, size, 0, hdr, kind, kindNet, err)
+	}
+}
+
+// Write (peerep.Owner): an operation completed.
+func (c *peerCore) Write(id, flags, n, data, tag, src uint64) {
+	e := c.e
+	if flags&fi.RECV != 0 {
+		p := c.recvs[id]
+		if p == nil {
+			return
+		}
+		delete(c.recvs, id)
+		hdr := msgHdr{}
+		if flags&fi.TAGGED != 0 {
+			hdr.Tag, hdr.Flags = tag, hdrTagged
+		}
+		if flags&fi.REMOTE_CQ_DATA != 0 {
+			hdr.Data, hdr.Flags = data, hdr.Flags|hdrData
+		}
+		placed, err := c.landed(p, n)
+		e.complete(p.r, p.src, max(p.size, n), placed, hdr, p.kind, kindNet, err)
+		return
+	}
+	c.sendDone(id, nil)
+}
+
+// WriteErr (peerep.Owner): an operation failed; a truncated receive
+// completes as lnx truncates (FI_ETRUNC with its overflow).
+func (c *peerCore) WriteErr(id, flags, n, data, tag uint64, errno, provErr int, olen uint64) {
+	e := c.e
+	if flags&fi.RECV != 0 {
+		p := c.recvs[id]
+		if p == nil {
+			return
+		}
+		delete(c.recvs, id)
+		hdr := msgHdr{}
+		if flags&fi.TAGGED != 0 {
+			hdr.Tag, hdr.Flags = tag, hdrTagged
+		}
+		if flags&fi.REMOTE_CQ_DATA != 0 {
+			hdr.Data, hdr.Flags = data, hdr.Flags|hdrData
+		}
+		var err error
+		if p.bounce != nil {
+			n, _ = c.landed(p, n)
+		} else if fi.Errno(errno) == fi.ETRUNC {
+			// The buffers were filled (shm reports len 0, rxm the
+			// message's length).
+			n = min(p.r.capacity(), p.size)
+		}
+		size := p.size // from get_*: the cores' olen differ (rxm's counts more)
+		if size == 0 {
+			size = n + olen
+		}
+		if fi.Errno(errno) != fi.ETRUNC {
+			err = fi.Wrap(fi.Errno(errno), "peer core receive failed (prov_errno %d)", provErr)
+		}
+		e.complete(p.r, p.src, size, n, hdr, p.kind, kindNet, err)
+		return
+	}
+	c.sendDone(id, fi.Wrap(fi.Errno(errno), "peer core send failed (prov_errno %d)", provErr))
+}
+
+// sendDone completes send id, or keeps its result for Send when the core
+// wrote it inside the send call (before Send recorded it).
+func (c *peerCore) sendDone(id uint64, err error) {
+	if _, ok := c.e.sends[id]; ok {
+		c.e.onSendDone(id, err)
+		return
+	}
+	c.early[id] = err
+}
+
+// send sends one message to the core fi_addr dest; done: it needs no
+// completion (an inject, or one the core wrote inside the call).
+func (c *peerCore) send(dest uint64, tagged bool, hdr msgHdr, iovs [][]byte, inject bool, id uint64) (bool, error) {
+	var bases [peerep.MaxIov]unsafe.Pointer
+	var lens [peerep.MaxIov]uint64
+	if len(iovs) > peerep.MaxIov {
+		return false, fi.Wrap(fi.EINVAL, "%d pieces exceed the peer core's %d", len(iovs), peerep.MaxIov)
+	}
+	n := 0
+	for _, b := range iovs {
+		if len(b) == 0 {
+			continue
+		}
+		// The core reads the buffer itself: one not mapped over its
+		// length would fail inside tcp and break the connection
+		// (internal/memmap); a piece within one page is mapped.
+		if uintptr(len(b)) > memmap.PageSize && !memmap.Mapped(b) {
+			return false, fi.Wrap(fi.EFAULT, "send buffer of %d bytes at %p is not mapped over its length", len(b), unsafe.SliceData(b))
+		}
+		bases[n], lens[n] = unsafeSliceData(b), uint64(len(b))
+		n++
+	}
+	done, err := c.ep.Send(tagged, bases[:n], lens[:n], dest, hdr.Tag, hdr.Data, hdr.Flags&hdrData != 0, inject, id)
+	if err != nil {
+		return false, err
+	}
+	if done {
+		c.injects++
+	} else {
+		c.sends++
+		if eerr, ok := c.early[id]; ok {
+			delete(c.early, id)
+			return true, eerr
+		}
+	}
+	return done, nil
+}
+
+// writeStats: the line that says the peer path carried traffic.
+func (c *peerCore) writeStats(w io.Writer) {
+	if c.sends+c.injects+c.expected+c.started+c.unexpected == 0 {
+		return
+	}
+	fmt.Fprintf(w, "lnx: pid %d link %s peer API: sends %d, injects %d, receives matched on arrival %d, unexpected %d (started %d)\n",
+		os.Getpid(), c.e.Domain.Link.Name(), c.sends, c.injects, c.expected, c.unexpected, c.started)
+}
+
+func unsafeSliceData(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+
+// Package peerep drives a libfabric core through the peer API (issue #20,
+// docs/peer-api.md "Wiring"): the core's endpoint is opened with a peer
+// CQ and a peer SRX that lnx owns, so that the core runs its own eager and
+// rendezvous protocols with the application's tag and CQ data (no lnx
+// header), asks lnx's matching engine (an Owner) for the receive of every
+// message, and writes its completions through the Owner. The C side is
+// pep.c (capi/include/lnx_pep.h). Only libfabric 2.0 to 2.2 (the v2 ABI of
+// capi/include/lnx_peer_abi.h) is driven this way.
+//
+// Every callback comes on the thread that called into the core, inside
+// one of EP's methods (docs/peer-api.md: the cores lnx drives this way
+// have manual progress): an Owner's methods run inside Progress, Send,
+// Start or Discard, with whatever lock the caller holds, and must not
+// take it again.
+package peerep
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../capi/include
+#include <stdlib.h>
+#include "lnx_pep.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"runtime/cgo"
+	"unsafe"
+
+	"github.com/lnx-go/lnx-go/internal/fi"
+)
+
+// MaxIov is the most pieces a send or receive hands the core.
+const MaxIov = C.LNX_PEP_IOV
+
+// Entry is an owner rx entry (C memory): a message the core asked about.
+type Entry struct{ c *C.struct_lnx_pentry }
+
+// Valid reports whether e names an entry.
+func (e Entry) Valid() bool { return e.c != nil }
+
+// Size is the message's length (2.x gives it in get_*), Addr the core
+// fi_addr of its sender.
+func (e Entry) Size() uint64 { return uint64(e.c.pe.msg_size) }
+
+// CQData is the sender's CQ data of a queued message, if HasData.
+func (e Entry) CQData() (uint64, bool) {
+	return uint64(e.c.pe.cq_data), uint64(e.c.pe.flags)&fi.REMOTE_CQ_DATA != 0
+}
+
+// Set gives the entry a receive's buffers and the id its completion will
+// carry (Owner.Write). bases are C (application) memory.
+func (e Entry) Set(bases []unsafe.Pointer, lens []uint64, id uint64) error {
+	var b [MaxIov]unsafe.Pointer
+	var l [MaxIov]C.size_t
+	n := min(len(bases), MaxIov)
+	for i := range n {
+		b[i], l[i] = bases[i], C.size_t(lens[i])
+	}
+	return check("peer rx entry", C.lnx_pep_entry_set(e.c, &b[0], &l[0], C.int(n), C.uint64_t(id)))
+}
+
+// Start starts a queued message into the receive Set gave it.
+func (ep *EP) Start(e Entry, tagged bool) error {
+	err := check("peer start", C.lnx_pep_start(e.c, cbool(tagged)))
+	ep.drain()
+	return err
+}
+
+// Discard drops a queued message.
+func (ep *EP) Discard(e Entry, tagged bool) error {
+	err := check("peer discard", C.lnx_pep_discard(e.c, cbool(tagged)))
+	ep.drain()
+	return err
+}
+
+// drain hands the completions the core wrote during the last call to the
+// owner, in the order written.
+func (ep *EP) drain() {
+	n := int(ep.c.ncomp)
+	if n == 0 {
+		return
+	}
+	var batch [C.LNX_PEP_COMPS]C.struct_lnx_pcomp
+	copy(batch[:n], ep.c.comps[:n])
+	ep.c.ncomp = 0 // before the owner runs: it may call into the core again
+	for i := range n {
+		w := &batch[i]
+		if w.err != 0 {
+			ep.o.WriteErr(uint64(w.id), uint64(w.flags), uint64(w.len), uint64(w.data), uint64(w.tag),
+				int(w.err), int(w.prov_err), uint64(w.olen))
+			continue
+		}
+		ep.o.Write(uint64(w.id), uint64(w.flags), uint64(w.len), uint64(w.data), uint64(w.tag), uint64(w.src))
+	}
+}
+
+// Owner is lnx's side of the callbacks.
+type Owner interface {
+	// Get: a message from the core fi_addr addr arrived. Matched: the
+	// owner Set e with the receive and returns true; else it keeps e as
+	// unexpected (Queued follows) and returns false.
+	Get(tagged bool, addr, size, tag uint64, e Entry) bool
+	// Queued: the core queued e after Get returned false.
+	Queued(e Entry)
+	// Write: the operation id completed (flags as libfabric's CQ entry;
+	// src the core fi_addr of a receive's sender).
+	Write(id, flags, n, data, tag, src uint64)
+	// WriteErr: the operation id failed with the positive fi_errno err;
+	// olen is the truncated length for FI_ETRUNC.
+	WriteErr(id, flags, n, data, tag uint64, err, provErr int, olen uint64)
+}
+
+// EP is a core endpoint driven through the peer API.
+type EP struct {
+	c      *C.struct_lnx_pep
+	o      Owner
+	h      cgo.Handle
+	name   []byte
+	Inject int // the core's inject size
+}
+
+// ErrRefused says the core does not take the peer API (docs/peer-api.md):
+// the caller keeps the core on the transport adapter.
+var ErrRefused = errors.New("peerep: the core does not accept a peer SRX and peer CQ")
+
+var stages = [...]string{"", "fi_av_open", "fi_cq_open(FI_PEER)", "fi_endpoint",
+	"fi_srx_context(FI_PEER)", "fi_srx_context(FI_PEER) ignored FI_PEER", "fi_enable"}
+
+// Open opens an endpoint of the core domain dom (struct fid_domain *) with
+// the fi_info it was opened with (struct fi_info *), owned by o; src, if
+// set, is the core address to bind it to.
+func Open(dom, info unsafe.Pointer, src []byte, o Owner) (*EP, error) {
+	ep := &EP{o: o}
+	h := cgo.NewHandle(ep)
+	var ret, stage C.int
+	var csrc unsafe.Pointer
+	if len(src) > 0 {
+		csrc = C.CBytes(src)
+		defer C.free(csrc)
+	}
+	c := C.lnx_pep_open((*C.struct_fid_domain)(dom), (*C.struct_fi_info)(info), csrc, C.size_t(len(src)),
+		C.uintptr_t(h), &ret, &stage)
+	if c == nil {
+		h.Delete()
+		if ret == 0 {
+			ret = -C.FI_ENOMEM
+		}
+		what := "peer endpoint"
+		if int(stage) < len(stages) && stage > 0 {
+			what = stages[stage]
+		}
+		err := check(what, ret)
+		if stage >= 2 && stage != 3 {
+			err = fmt.Errorf("%w: %w", ErrRefused, err)
+		}
+		return nil, err
+	}
+	ep.c, ep.h, ep.Inject = c, h, int(c.inject)
+	var err error
+	if ep.name, err = ep.getname(); err != nil {
+		ep.Close()
+		return nil, err
+	}
+	return ep, nil
+}
+
+func (ep *EP) getname() ([]byte, error) {
+	buf := make([]byte, 256)
+	for {
+		n := C.size_t(len(buf))
+		ret := C.lnx_pep_getname(ep.c, unsafe.Pointer(&buf[0]), &n)
+		if ret == -C.FI_ETOOSMALL && int(n) > len(buf) {
+			buf = make([]byte, n)
+			continue
+		}
+		if err := check("peer fi_getname", ret); err != nil {
+			return nil, err
+		}
+		return buf[:n], nil
+	}
+}
+
+// Name is the core endpoint's address (fi_getname).
+func (ep *EP) Name() []byte { return ep.name }
+
+// Insert puts a core address into the core's AV and returns its fi_addr.
+func (ep *EP) Insert(name []byte) (uint64, error) {
+	if len(name) == 0 {
+		return 0, errors.New("peerep: empty core address")
+	}
+	p := C.CBytes(name)
+	defer C.free(p)
+	var a C.uint64_t
+	if err := check("peer fi_av_insert", C.lnx_pep_av_insert(ep.c, p, &a)); err != nil {
+		return 0, err
+	}
+	return uint64(a), nil
+}
+
+// Progress drives the core (its CQ read); callbacks come inside.
+func (ep *EP) Progress() error {
+	n := C.lnx_pep_progress(ep.c)
+	ep.drain()
+	if n < 0 {
+		return check("peer progress", C.int(n))
+	}
+	return nil
+}
+
+// ErrAgain is the core's -FI_EAGAIN on a send.
+var ErrAgain = errors.New("peerep: core busy")
+
+// Send sends the pieces to the core fi_addr dest with the application's
+// tag and CQ data. inject: the buffers are reusable on return. done: no
+// completion will come (an inject); else Owner.Write(id) reports it.
+func (ep *EP) Send(tagged bool, bases []unsafe.Pointer, lens []uint64, dest, tag, data uint64, hasData, inject bool, id uint64) (done bool, err error) {
+	var b [MaxIov]unsafe.Pointer
+	var l [MaxIov]C.size_t
+	n := len(bases)
+	if n > MaxIov {
+		return false, fi.Wrap(fi.EINVAL, "%d pieces exceed %d", n, MaxIov)
+	}
+	for i := range n {
+		b[i], l[i] = bases[i], C.size_t(lens[i])
+	}
+	ret := C.lnx_pep_send(ep.c, cbool(tagged), &b[0], &l[0], C.int(n), C.uint64_t(dest), C.uint64_t(tag),
+		C.uint64_t(data), cbool(hasData), cbool(inject), C.uint64_t(id))
+	ep.drain() // a completion written inside the send reaches the owner after it returns
+	switch {
+	case ret == 1:
+		return true, nil
+	case ret == 0:
+		return false, nil
+	case ret == -C.FI_EAGAIN:
+		return false, ErrAgain
+	}
+	return false, check("peer send", C.int(ret))
+}
+
+// Close closes the core endpoint.
+func (ep *EP) Close() error {
+	if ep.c == nil {
+		return nil
+	}
+	err := check("peer endpoint close", C.lnx_pep_close(ep.c))
+	ep.c = nil
+	ep.h.Delete()
+	return err
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func check(what string, ret C.int) error {
+	if ret == 0 {
+		return nil
+	}
+	code := int(ret)
+	if code < 0 {
+		code = -code
+	}
+	return fi.Wrap(fi.Errno(code), "%s: %s", what, C.GoString(C.fi_strerror(C.int(code))))
+}

@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * The owner side of a core driven through the peer API (lnx_pep.h): the
+ * peer SRX and peer CQ lnx gives the core, whose callbacks call Go
+ * (peers/peerep/exports.go), and the calls Go makes into the core. Every
+ * callback runs on the thread that called into the core, inside lnx's own
+ * calls (docs/peer-api.md), with the lnx endpoint locked by Go.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "lnx_pep.h"
+#include "_cgo_export.h"
+
+static struct lnx_pep *pep_of_srx(uintptr_t srx)
+{
+	return (struct lnx_pep *)srx;
+}
+
+static int pep_get(struct lnx_pep *p, int tagged, const struct lnx_peer_match_attr *a,
+		   struct lnx_pentry **out)
+{
+	struct lnx_pentry *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -FI_ENOMEM;
+	e->pe.srx = (uintptr_t)&p->srx;
+	e->pe.addr = a->addr;
+	e->pe.msg_size = a->msg_size;
+	e->pe.tag = tagged ? a->tag : 0;
+	e->pe.flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
+	e->pe.iov = (uintptr_t)e->iov;
+	e->pe.desc = (uintptr_t)e->desc;
+	*out = e;
+	if (lnxPepGet(p->handle, tagged, a->addr, a->msg_size, e->pe.tag, e) == 0)
+		return 0;
+	return -FI_ENOENT;
+}
+
+static int own_get_msg(uintptr_t srx, struct lnx_peer_match_attr *a, struct lnx_pentry **entry)
+{
+	return pep_get(pep_of_srx(srx), 0, a, entry);
+}
+
+static int own_get_tag(uintptr_t srx, struct lnx_peer_match_attr *a, struct lnx_pentry **entry)
+{
+	return pep_get(pep_of_srx(srx), 1, a, entry);
+}
+
+static int own_queue(struct lnx_pentry *e)
+{
+	struct lnx_pep *p = pep_of_srx(e->pe.srx);
+	return lnxPepQueued(p->handle, e);
+}
+
+/* Messages queued before their sender was in the core's AV keep the
+ * source lnx resolved then (FI_ADDR_NOTAVAIL): not re-resolved yet. */
+static void own_foreach_unspec_addr(uintptr_t srx, uint64_t (*get_addr)(struct lnx_pentry *))
+{
+	(void)srx;
+	(void)get_addr;
+}
+
+static void own_free_entry(struct lnx_pentry *e)
+{
+	free(e);
+}
+
+/* Appends a completion for Go (drained after the call into the core);
+ * a full batch is drained at once. */
+static struct lnx_pcomp *comp_slot(struct lnx_pep *p)
+{
+	if (p->ncomp == LNX_PEP_COMPS)
+		lnxPepDrain(p->handle);
+	return &p->comps[p->ncomp++];
+}
+
+static ssize_t own_cq_write(struct lnx_peer_cq *cq, void *context, uint64_t flags, size_t len,
+			    void *buf, uint64_t data, uint64_t tag, uint64_t src)
+{
+	struct lnx_pep *p = (struct lnx_pep *)((char *)cq - offsetof(struct lnx_pep, pcq));
+	struct lnx_pctx *c = context;
+	struct lnx_pcomp *w;
+	(void)buf;
+	if (!c)
+		return 0;
+	w = comp_slot(p);
+	*w = (struct lnx_pcomp){ .id = c->id,
+				 .flags = flags,
+				 .len = len,
+				 .data = data,
+				 .tag = tag,
+				 .src = src };
+	free(c->copy);
+	free(c);
+	return 0;
+}
+
+static ssize_t own_cq_writeerr(struct lnx_peer_cq *cq, const struct fi_cq_err_entry *err)
+{
+	struct lnx_pep *p = (struct lnx_pep *)((char *)cq - offsetof(struct lnx_pep, pcq));
+	struct lnx_pctx *c = err->op_context;
+	struct lnx_pcomp *w;
+	if (!c)
+		return 0;
+	w = comp_slot(p);
+	*w = (struct lnx_pcomp){ .id = c->id,
+				 .flags = err->flags,
+				 .len = err->len,
+				 .data = err->data,
+				 .tag = err->tag,
+				 .olen = err->olen,
+				 .err = err->err ? err->err : FI_EIO,
+				 .prov_err = err->prov_errno };
+	free(c->copy);
+	free(c);
+	return 0;
+}
+
+static int own_close(struct fid *fid)
+{
+	(void)fid;
+	return 0;
+}
+
+static int own_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	(void)fid;
+	(void)bfid;
+	(void)flags;
+	return -FI_ENOSYS;
+}
+
+static int own_control(struct fid *fid, int command, void *arg)
+{
+	(void)fid;
+	(void)command;
+	(void)arg;
+	return -FI_ENOSYS;
+}
+
+static int own_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *ctx)
+{
+	(void)fid;
+	(void)name;
+	(void)flags;
+	(void)ops;
+	(void)ctx;
+	return -FI_ENOSYS;
+}
+
+int lnx_pep_close(struct lnx_pep *p)
+{
+	int ret = 0, r;
+	if (!p)
+		return 0;
+	if (p->ep && (r = fi_close(&p->ep->fid)) && !ret)
+		ret = r;
+	if (p->srx_ep && (r = fi_close(&p->srx_ep->fid)) && !ret)
+		ret = r;
+	if (p->cq && (r = fi_close(&p->cq->fid)) && !ret)
+		ret = r;
+	if (p->av && (r = fi_close(&p->av->fid)) && !ret)
+		ret = r;
+	free(p);
+	return ret;
+}
+
+/* Opens the core endpoint with the owner's peer CQ and peer SRX. *stage
+ * says which step failed: 1 AV, 2 peer CQ, 3 endpoint, 4 SRX (5: the core
+ * returned success but ignored FI_PEER), 6 enable. */
+struct lnx_pep *lnx_pep_open(struct fid_domain *dom, struct fi_info *info, const void *src,
+			     size_t srclen, uintptr_t handle, int *ret, int *stage)
+{
+	struct fi_info *bound = NULL;
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .flags = LNX_FI_PEER };
+	struct fi_rx_attr rx_attr = { .op_flags = LNX_FI_PEER };
+	struct lnx_peer_cq_context cq_ctx = { .size = sizeof(cq_ctx) };
+	struct lnx_peer_srx_context srx_ctx = { .size = sizeof(srx_ctx) };
+	struct lnx_pep *p = calloc(1, sizeof(*p));
+
+	*ret = -FI_ENOMEM;
+	*stage = 0;
+	if (!p)
+		return NULL;
+	p->handle = handle;
+	p->inject = info->tx_attr ? info->tx_attr->inject_size : 0;
+	p->tx_iov = info->tx_attr ? info->tx_attr->iov_limit : 1;
+	p->cq_data = info->domain_attr ? info->domain_attr->cq_data_size : 0;
+	p->fid_ops = (struct fi_ops){ .size = sizeof(struct fi_ops),
+				      .close = own_close,
+				      .bind = own_bind,
+				      .control = own_control,
+				      .ops_open = own_ops_open };
+	p->srx_ops = (struct lnx_peer_srx_owner_v2){
+		.size = sizeof(p->srx_ops),
+		.get_msg = (uintptr_t)own_get_msg,
+		.get_tag = (uintptr_t)own_get_tag,
+		.queue_msg = (uintptr_t)own_queue,
+		.queue_tag = (uintptr_t)own_queue,
+		.foreach_unspec_addr = (uintptr_t)own_foreach_unspec_addr,
+		.free_entry = (uintptr_t)own_free_entry,
+	};
+	p->cq_ops = (struct lnx_peer_cq_owner){ .size = sizeof(p->cq_ops),
+						.write = (uintptr_t)own_cq_write,
+						.writeerr = (uintptr_t)own_cq_writeerr };
+	p->pcq.fid.fclass = LNX_FI_CLASS_PEER_CQ;
+	p->pcq.fid.ops = (uintptr_t)&p->fid_ops;
+	p->pcq.owner_ops = (uintptr_t)&p->cq_ops;
+	p->srx.ep_fid.fid.fclass = LNX_FI_CLASS_PEER_SRX;
+	p->srx.ep_fid.fid.ops = (uintptr_t)&p->fid_ops;
+	p->srx.owner_ops = (uintptr_t)&p->srx_ops;
+	cq_ctx.cq = (uintptr_t)&p->pcq;
+	srx_ctx.srx = (uintptr_t)&p->srx;
+
+	*stage = 1;
+	if ((*ret = fi_av_open(dom, &av_attr, &p->av, NULL)))
+		goto fail;
+	*stage = 2;
+	if ((*ret = fi_cq_open(dom, &cq_attr, &p->cq, &cq_ctx)))
+		goto fail;
+	*stage = 3;
+	if (src) {
+		/* Bind to src (fi_getinfo's node/service with FI_SOURCE). */
+		*ret = -FI_ENOMEM;
+		bound = fi_dupinfo(info);
+		if (!bound)
+			goto fail;
+		free(bound->src_addr);
+		bound->src_addr = malloc(srclen);
+		if (!bound->src_addr)
+			goto fail;
+		memcpy(bound->src_addr, src, srclen);
+		bound->src_addrlen = srclen;
+		info = bound;
+	}
+	if ((*ret = fi_endpoint(dom, info, &p->ep, NULL)))
+		goto fail;
+	if ((*ret = fi_ep_bind(p->ep, &p->av->fid, 0)))
+		goto fail;
+	if ((*ret = fi_ep_bind(p->ep, &p->cq->fid, FI_TRANSMIT | FI_RECV)))
+		goto fail;
+	*stage = 4;
+	if ((*ret = fi_srx_context(dom, &rx_attr, &p->srx_ep, &srx_ctx)))
+		goto fail;
+	if (!p->srx.peer_ops || !p->srx_ep) {
+		/* 2.1 tcp: an SRX of its own, FI_PEER ignored (1.17 shm's
+		 * NULL srx_ep is not taken here: 1.17 stays on the adapter). */
+		*stage = 5;
+		*ret = -FI_ENOSYS;
+		goto fail;
+	}
+	if ((*ret = fi_ep_bind(p->ep, &p->srx_ep->fid, 0)))
+		goto fail;
+	*stage = 6;
+	if ((*ret = fi_enable(p->ep)))
+		goto fail;
+	*ret = 0;
+	fi_freeinfo(bound);
+	return p;
+fail:
+	fi_freeinfo(bound);
+	lnx_pep_close(p);
+	return NULL;
+}
+
+int lnx_pep_getname(struct lnx_pep *p, void *buf, size_t *len)
+{
+	return fi_getname(&p->ep->fid, buf, len);
+}
+
+int lnx_pep_av_insert(struct lnx_pep *p, const void *name, uint64_t *out)
+{
+	fi_addr_t a = FI_ADDR_NOTAVAIL;
+	int n = fi_av_insert(p->av, name, 1, &a, 0, NULL);
+	if (n != 1)
+		return n < 0 ? n : -FI_EINVAL;
+	*out = a;
+	return 0;
+}
+
+ssize_t lnx_pep_progress(struct lnx_pep *p)
+{
+	ssize_t n = fi_cq_read(p->cq, p->evs, 16);
+	if (n == -FI_EAGAIN)
+		return 0;
+	return n;
+}
+
+ssize_t lnx_pep_send(struct lnx_pep *p, int tagged, void **base, size_t *len, int n, uint64_t dest,
+		     uint64_t tag, uint64_t data, int has_data, int inject, uint64_t id)
+{
+	struct iovec iov[LNX_PEP_IOV];
+	size_t total = 0;
+	struct lnx_pctx *c;
+	ssize_t ret;
+	int i;
+
+	if (n < 0 || n > LNX_PEP_IOV)
+		return -FI_EINVAL;
+	for (i = 0; i < n; i++)
+		total += len[i];
+	/* Within the core's inject size a send needs no completion from the
+	 * core (the adapter's eager sends are done on return alike). */
+	if (total <= p->inject) {
+		void *b = n ? base[0] : NULL;
+		char small[256];
+		if (n > 1) {
+			/* fi_inject takes one buffer: gather (inject sizes are small). */
+			if (total > sizeof(small))
+				goto copy;
+			for (i = 0, total = 0; i < n; i++) {
+				memcpy(small + total, base[i], len[i]);
+				total += len[i];
+			}
+			b = small;
+		}
+		if (tagged)
+			ret = has_data ? fi_tinjectdata(p->ep, b, total, data, dest, tag) :
+					 fi_tinject(p->ep, b, total, dest, tag);
+		else
+			ret = has_data ? fi_injectdata(p->ep, b, total, data, dest) :
+					 fi_inject(p->ep, b, total, dest);
+		return ret ? ret : 1;
+	}
+copy:
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -FI_ENOMEM;
+	c->id = id;
+	if (inject && total) {
+		char *b = malloc(total);
+		if (!b) {
+			free(c);
+			return -FI_ENOMEM;
+		}
+		for (i = 0, total = 0; i < n; i++) {
+			memcpy(b + total, base[i], len[i]);
+			total += len[i];
+		}
+		c->copy = b;
+		iov[0].iov_base = b;
+		iov[0].iov_len = total;
+		n = 1;
+	} else {
+		for (i = 0; i < n; i++) {
+			iov[i].iov_base = base[i];
+			iov[i].iov_len = len[i];
+		}
+	}
+	if (n <= 1) {
+		void *b = n ? iov[0].iov_base : NULL;
+		size_t l = n ? iov[0].iov_len : 0;
+		if (tagged)
+			ret = has_data ? fi_tsenddata(p->ep, b, l, NULL, data, dest, tag, c) :
+					 fi_tsend(p->ep, b, l, NULL, dest, tag, c);
+		else
+			ret = has_data ? fi_senddata(p->ep, b, l, NULL, data, dest, c) :
+					 fi_send(p->ep, b, l, NULL, dest, c);
+	} else {
+		uint64_t flags = FI_COMPLETION | (has_data ? FI_REMOTE_CQ_DATA : 0);
+		if (tagged) {
+			struct fi_msg_tagged m = { .msg_iov = iov,
+						   .iov_count = (size_t)n,
+						   .addr = dest,
+						   .tag = tag,
+						   .context = c,
+						   .data = data };
+			ret = fi_tsendmsg(p->ep, &m, flags);
+		} else {
+			struct fi_msg m = { .msg_iov = iov,
+					    .iov_count = (size_t)n,
+					    .addr = dest,
+					    .context = c,
+					    .data = data };
+			ret = fi_sendmsg(p->ep, &m, flags);
+		}
+	}
+	if (ret) {
+		free(c->copy);
+		free(c);
+		return ret;
+	}
+	return 0;
+}
+
+int lnx_pep_entry_set(struct lnx_pentry *e, void **base, size_t *len, int n, uint64_t id)
+{
+	struct lnx_pctx *c;
+	int i;
+	if (n < 0 || n > LNX_PEP_IOV)
+		return -FI_EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -FI_ENOMEM;
+	c->id = id;
+	for (i = 0; i < n; i++) {
+		e->iov[i].iov_base = base[i];
+		e->iov[i].iov_len = len[i];
+		e->desc[i] = NULL;
+	}
+	e->pe.count = (size_t)n;
+	e->pe.context = (uintptr_t)c;
+	/* rxm writes a receive completion only with FI_COMPLETION. */
+	e->pe.flags |= FI_COMPLETION;
+	return 0;
+}
+
+static struct lnx_peer_srx_peer *peer_ops_of(struct lnx_pentry *e)
+{
+	return (struct lnx_peer_srx_peer *)pep_of_srx(e->pe.srx)->srx.peer_ops;
+}
+
+int lnx_pep_start(struct lnx_pentry *e, int tagged)
+{
+	struct lnx_peer_srx_peer *ops = peer_ops_of(e);
+	int (*start)(struct lnx_pentry *) =
+		(int (*)(struct lnx_pentry *))(tagged ? ops->start_tag : ops->start_msg);
+	return start(e);
+}
+
+int lnx_pep_discard(struct lnx_pentry *e, int tagged)
+{
+	struct lnx_peer_srx_peer *ops = peer_ops_of(e);
+	int (*discard)(struct lnx_pentry *) =
+		(int (*)(struct lnx_pentry *))(tagged ? ops->discard_tag : ops->discard_msg);
+	return discard(e);
+}

@@ -1,0 +1,35 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+# peer_path.sh PROGRAM ARGS...: runs PROGRAM (a two-process messaging
+# test) with FI_LNX_PEER_API=1 and FI_LNX_DUMP_STATS=1 and checks which
+# path the network core took (docs/peer-api.md "Wiring"). Under libfabric
+# 2.0 to 2.2 both processes must print the peer API's line, with sends and
+# receives on it; elsewhere (1.17) lnx keeps the transport adapter: no
+# such line, and the test reports a skip (77) once the program passed.
+export FI_LNX_PEER_API=1 FI_LNX_DUMP_STATS=1
+out=$("$@" 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ] || exit $rc
+ver=$(fi_info --version 2>/dev/null | sed -n 's/^libfabric: *\([0-9]*\.[0-9]*\).*/\1/p')
+case "$ver" in
+2.0 | 2.1 | 2.2)
+	n=$(echo "$out" | grep -c 'peer API: sends')
+	busy=$(echo "$out" | awk '/peer API: sends/ {
+		for (i = 1; i < NF; i++) {
+			if ($i == "sends" || $i == "injects" || $i == "arrival" || $i == "unexpected")
+				s += $(i + 1)
+		}
+		if (s > 0) ok++; s = 0 } END { print ok + 0 }')
+	echo "peer_path: libfabric $ver: $n peer API lines, $busy with traffic"
+	[ "$n" -ge 2 ] && [ "$busy" -ge 2 ] || { echo "peer_path: FAIL: the peer API path was not taken"; exit 1; }
+	;;
+*)
+	if echo "$out" | grep -q 'peer API: sends'; then
+		echo "peer_path: FAIL: libfabric $ver took the peer API path"
+		exit 1
+	fi
+	echo "peer_path: libfabric $ver: the transport adapter (no peer API path here): skip"
+	exit 77
+	;;
+esac
