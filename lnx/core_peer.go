@@ -300,17 +300,9 @@ func (c *peerCore) start(r *recvCtx, src, size uint64, hdr msgHdr, pe peerep.Ent
 func (c *peerCore) Write(id, flags, n, data, tag, src uint64) {
 	e := c.e
 	if flags&fi.RECV != 0 {
-		p := c.recvs[id]
+		p, hdr := c.takeRecv(id, flags, data, tag)
 		if p == nil {
 			return
-		}
-		delete(c.recvs, id)
-		hdr := msgHdr{}
-		if flags&fi.TAGGED != 0 {
-			hdr.Tag, hdr.Flags = tag, hdrTagged
-		}
-		if flags&fi.REMOTE_CQ_DATA != 0 {
-			hdr.Data, hdr.Flags = data, hdr.Flags|hdrData
 		}
 		placed, err := c.landed(p, n)
 		e.complete(p.r, p.src, max(p.size, n), placed, hdr, p.kind, kindNet, err)
@@ -319,22 +311,32 @@ func (c *peerCore) Write(id, flags, n, data, tag, src uint64) {
 	c.sendDone(id, nil)
 }
 
+// takeRecv removes receive id from those the core is filling and builds
+// the lnx header its completion carries; nil if id is not one.
+func (c *peerCore) takeRecv(id, flags, data, tag uint64) (*peerRecv, msgHdr) {
+	p := c.recvs[id]
+	if p == nil {
+		return nil, msgHdr{}
+	}
+	delete(c.recvs, id)
+	hdr := msgHdr{}
+	if flags&fi.TAGGED != 0 {
+		hdr.Tag, hdr.Flags = tag, hdrTagged
+	}
+	if flags&fi.REMOTE_CQ_DATA != 0 {
+		hdr.Data, hdr.Flags = data, hdr.Flags|hdrData
+	}
+	return p, hdr
+}
+
 // WriteErr (peerep.Owner): an operation failed; a truncated receive
 // completes as lnx truncates (FI_ETRUNC with its overflow).
 func (c *peerCore) WriteErr(id, flags, n, data, tag uint64, errno, provErr int, olen uint64) {
 	e := c.e
 	if flags&fi.RECV != 0 {
-		p := c.recvs[id]
+		p, hdr := c.takeRecv(id, flags, data, tag)
 		if p == nil {
 			return
-		}
-		delete(c.recvs, id)
-		hdr := msgHdr{}
-		if flags&fi.TAGGED != 0 {
-			hdr.Tag, hdr.Flags = tag, hdrTagged
-		}
-		if flags&fi.REMOTE_CQ_DATA != 0 {
-			hdr.Data, hdr.Flags = data, hdr.Flags|hdrData
 		}
 		var err error
 		if p.bounce != nil {
