@@ -51,8 +51,10 @@ static ssize_t lnx_fast_put_shm(struct lnx_txslot *s, uint64_t hflags, uint64_t 
 				const void *buf, size_t len)
 {
 	ssize_t ret = LNX_FAST_DECLINED;
-	if (!lnx_copyable(buf, len))
-		return ret; /* Go reports a short buffer */
+	/* A rendezvous (Go's) need not pay for the check: eager_max is set
+	 * before the slot is ready and never changes. */
+	if (len > __atomic_load_n(&s->eager_max, __ATOMIC_RELAXED) || !lnx_copyable(buf, len))
+		return ret; /* Go sends it, or reports a short buffer */
 	lnx_spin_lock(&s->lock);
 	if (!s->ready || len > s->eager_max ||
 	    __atomic_load_n((const uint64_t *)s->peer_state, __ATOMIC_ACQUIRE) != LNX_SHM_PEER_OPEN)
