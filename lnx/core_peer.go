@@ -384,8 +384,8 @@ func (c *peerCore) send(dest uint64, tagged bool, hdr msgHdr, iovs [][]byte, inj
 		}
 		// The core reads the buffer itself: one not mapped over its
 		// length would fail inside tcp and break the connection
-		// (internal/memmap); a piece within one page is mapped.
-		if uintptr(len(b)) > memmap.PageSize && !memmap.Mapped(b) {
+		// (internal/memmap).
+		if !memmap.Checked(b) {
 			return false, fi.Wrap(fi.EFAULT, "send buffer of %d bytes at %p is not mapped over its length", len(b), unsafe.SliceData(b))
 		}
 		bases[n], lens[n] = unsafeSliceData(b), uint64(len(b))

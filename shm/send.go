@@ -101,11 +101,10 @@ func (e *Endpoint) Send(p *Peer, h Hdr, iov [][]byte, sendID uint64) (done bool,
 	if size > p.eagerMax {
 		return e.sendRndv(p, h, iov, size, sendID)
 	}
-	// A piece of more than a page is checked before it is copied: a
-	// buffer shorter than the application said fails the send instead of
-	// faulting the process. A smaller one costs no system call.
+	// A buffer shorter than the application said fails the send instead
+	// of faulting the process in the copy.
 	for _, b := range iov {
-		if uintptr(len(b)) > memmap.PageSize && !memmap.Mapped(b) {
+		if !memmap.Checked(b) {
 			return false, ErrBadBuffer
 		}
 	}

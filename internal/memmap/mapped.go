@@ -40,3 +40,12 @@ func Mapped(b []byte) bool {
 	}
 	return true
 }
+
+// Checked reports whether lnx may copy b, or hand it to a core, checking
+// with Mapped only a piece of more than a page: a smaller one costs no
+// system call and is taken as it is (it may still straddle a hole; the
+// check is for multi-page buffers shorter than their stated length). C's
+// fast send path applies the same rule (lnx_copyable in capi/fast_send.c).
+func Checked(b []byte) bool {
+	return uintptr(len(b)) <= PageSize || Mapped(b)
+}

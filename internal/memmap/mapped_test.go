@@ -40,3 +40,26 @@ func TestMapped(t *testing.T) {
 		}
 	}
 }
+
+// TestChecked: a piece of at most a page passes without a system call,
+// a larger one only when every page it covers is mapped.
+func TestChecked(t *testing.T) {
+	pg := syscall.Getpagesize()
+	m, err := syscall.Mmap(-1, 0, 3*pg, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := uintptr(unsafe.Pointer(&m[0]))
+	defer syscall.Syscall(syscall.SYS_MUNMAP, addr, uintptr(2*pg), 0)
+	if _, _, e := syscall.Syscall(syscall.SYS_MUNMAP, addr+uintptr(2*pg), uintptr(pg), 0); e != 0 {
+		t.Fatal(e)
+	}
+	for _, c := range []struct {
+		b    []byte
+		want bool
+	}{{m[:2*pg], true}, {m[:2*pg+1], false}, {m[:3*pg], false}, {m[2*pg : 3*pg], true}, {nil, true}} {
+		if got := Checked(c.b); got != c.want {
+			t.Errorf("%d bytes at offset %d: Checked %v, want %v", len(c.b), cap(m)-cap(c.b), got, c.want)
+		}
+	}
+}
