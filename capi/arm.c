@@ -37,12 +37,13 @@ static int32_t lnx_arm_match(const struct lnx_arm *a, uint64_t hflags, uint64_t 
 /* lnx_arm_claim: the slot of the receive that takes an eager message
  * (lnx_arm_match) if it takes it whole and the completion ring has room
  * for its completion, which it then holds (a->lock held; cring's lock
- * taken, lnx_arm_done releases it); -1 when the message needs Go. */
-static int32_t lnx_arm_claim(struct lnx_arm *a, uint64_t hflags, uint64_t tag, uint64_t src,
-			     uint64_t size)
+ * taken unless serial, lnx_arm_done releases it); -1 when the message
+ * needs Go. */
+static int32_t lnx_arm_claim(struct lnx_arm *a, int serial, uint64_t hflags, uint64_t tag,
+			     uint64_t src, uint64_t size)
 {
 	int32_t i = lnx_arm_match(a, hflags, tag, src);
-	if (i < 0 || size > a->s[i].len || !lnx_cring_reserve(a->cring))
+	if (i < 0 || size > a->s[i].len || !lnx_cring_reserve(a->cring, serial))
 		return -1;
 	return i;
 }
@@ -50,7 +51,7 @@ static int32_t lnx_arm_claim(struct lnx_arm *a, uint64_t hflags, uint64_t tag, u
 /* lnx_arm_done completes the receive in slot i with a message from core (0
  * shm, 1 network) already copied into its buffer (a->lock and cr->lock
  * held, room reserved). */
-static void lnx_arm_done(struct lnx_arm *a, struct lnx_cring *cr, uint32_t i, int core,
+static void lnx_arm_done(struct lnx_arm *a, int serial, struct lnx_cring *cr, uint32_t i, int core,
 			 uint64_t hflags, uint64_t size, uint64_t data, uint64_t tag, uint64_t src)
 {
 	int tagged = (hflags & LNX_HDR_TAGGED) != 0, has_data = (hflags & LNX_HDR_DATA) != 0;
@@ -65,14 +66,14 @@ static void lnx_arm_done(struct lnx_arm *a, struct lnx_cring *cr, uint32_t i, in
 	lnx_cring_put(cr, s->ctx, s->buf,
 		      FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (has_data ? FI_REMOTE_CQ_DATA : 0),
 		      size, has_data ? data : 0, tag, src);
-	lnx_spin_unlock(&cr->lock);
+	lnx_unlock(&cr->lock, serial);
 }
 
 /* lnx_arm_take_net: lnx_arm_take's network part (a->lock held): read the
  * lent transport's core CQ and complete up to budget receives; what C
  * cannot complete stays stashed for Go. Returns the number completed, or
  * LNX_ARM_GO when none was and the stash needs Go. */
-static int lnx_arm_take_net(struct lnx_arm *a, int budget)
+static int lnx_arm_take_net(struct lnx_arm *a, int serial, int budget)
 {
 	void *t = (void *)a->net;
 	int done = 0;
@@ -83,12 +84,12 @@ static int lnx_arm_take_net(struct lnx_arm *a, int budget)
 		struct lnx_tp_msg m;
 		int32_t i;
 		if (n != 1 || !lnx_tp_look(t, &m) ||
-		    (i = lnx_arm_claim(a, m.flags, m.tag, a->net_src, m.size)) < 0)
+		    (i = lnx_arm_claim(a, serial, m.flags, m.tag, a->net_src, m.size)) < 0)
 			return done ? done : LNX_ARM_GO;
 		if (m.size)
 			memcpy(a->s[i].buf, m.payload, m.size);
 		lnx_tp_consume(t);
-		lnx_arm_done(a, a->cring, (uint32_t)i, 1, m.flags, m.size, m.data, m.tag,
+		lnx_arm_done(a, serial, a->cring, (uint32_t)i, 1, m.flags, m.size, m.data, m.tag,
 			     a->net_src);
 		done++;
 	}
@@ -123,15 +124,18 @@ static int lnx_arm_ready(const struct lnx_arm *a)
  * it. With a lent transport, the shm rings come first (as in Go's
  * progress), then the network core's CQ. When it finds the rings empty
  * (and no network core lent) it also answers lnx_cq_idle into *idle (0 or
- * 1; left alone otherwise).
+ * 1; left alone otherwise). serial: the CQ's domain is serial (see
+ * lnx_lock).
  */
-int lnx_arm_take(struct lnx_gate *g, int budget, int *idle)
+int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 {
 	if (!__atomic_load_n(&g->arm, __ATOMIC_RELAXED))
 		return 0;
 	/* readers: an endpoint leaving clears arm and waits for us (quiesce)
-	 * before its memory goes. */
-	__atomic_fetch_add(&g->readers, 1, __ATOMIC_SEQ_CST);
+	 * before its memory goes; in a serial domain it cannot leave while we
+	 * read. */
+	if (!serial)
+		__atomic_fetch_add(&g->readers, 1, __ATOMIC_SEQ_CST);
 	struct lnx_arm *a = (struct lnx_arm *)__atomic_load_n(&g->arm, __ATOMIC_SEQ_CST);
 	int done = 0, go = 0;
 	if (!a || !__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE))
@@ -144,7 +148,7 @@ int lnx_arm_take(struct lnx_gate *g, int budget, int *idle)
 			*idle = lnx_cq_idle_held(g);
 		goto out;
 	}
-	if (__atomic_exchange_n(&a->lock, 1, __ATOMIC_ACQUIRE)) {
+	if (!lnx_trylock(&a->lock, serial)) {
 		go = 1;
 		goto out;
 	}
@@ -167,7 +171,7 @@ int lnx_arm_take(struct lnx_gate *g, int budget, int *idle)
 				go = 1; /* another kind, or corruption Go reports */
 				break;
 			}
-			if ((k = lnx_arm_claim(a, hflags, rec->tag, r->src, size)) < 0) {
+			if ((k = lnx_arm_claim(a, serial, hflags, rec->tag, r->src, size)) < 0) {
 				go = 1;
 				break;
 			}
@@ -175,21 +179,22 @@ int lnx_arm_take(struct lnx_gate *g, int budget, int *idle)
 				memcpy(a->s[k].buf, (const char *)rec + LNX_REC_HDR, size);
 			r->head += need;
 			__atomic_store_n((uint64_t *)r->fwd_head, r->head, __ATOMIC_RELEASE);
-			lnx_arm_done(a, a->cring, (uint32_t)k, 0, hflags, size, rec->data, rec->tag,
-				     r->src);
+			lnx_arm_done(a, serial, a->cring, (uint32_t)k, 0, hflags, size, rec->data,
+				     rec->tag, r->src);
 			done++;
 		}
 	}
 	if (!go && done < budget && a->net) {
-		int n = lnx_arm_take_net(a, budget - done);
+		int n = lnx_arm_take_net(a, serial, budget - done);
 		if (n == LNX_ARM_GO)
 			go = 1;
 		else
 			done += n;
 	}
 unlock:
-	__atomic_store_n(&a->lock, 0, __ATOMIC_RELEASE);
+	lnx_unlock(&a->lock, serial);
 out:
-	__atomic_fetch_sub(&g->readers, 1, __ATOMIC_RELEASE);
+	if (!serial)
+		__atomic_fetch_sub(&g->readers, 1, __ATOMIC_RELEASE);
 	return done ? done : go ? LNX_ARM_GO : 0;
 }

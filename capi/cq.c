@@ -30,22 +30,23 @@ static ssize_t cq_read_common(struct fid_cq *cq, void *buf, size_t count, fi_add
 			return 0;
 		return r;
 	}
-	ssize_t n = lnx_cring_read(c->cring, buf, count, src);
+	int serial = lnx_serial(c->serial);
+	ssize_t n = lnx_cring_read(c->cring, serial, buf, count, src);
 	if (n)
 		return n;
 	if (!timeout) {
 		int idle = -1;
-		int a = lnx_arm_take(&c->gate, count < LNX_ARM_SLOTS ? (int)count : LNX_ARM_SLOTS,
-				     &idle);
+		int a = lnx_arm_take(&c->gate, serial,
+				     count < LNX_ARM_SLOTS ? (int)count : LNX_ARM_SLOTS, &idle);
 		if (a > 0)
-			return lnx_cring_read(c->cring, buf, count, src);
-		if (a == 0 && (idle >= 0 ? idle : lnx_cq_idle(&c->gate)))
+			return lnx_cring_read(c->cring, serial, buf, count, src);
+		if (a == 0 && (idle >= 0 ? idle : lnx_cq_idle(&c->gate, serial)))
 			return -FI_EAGAIN;
 		return lnx_go_cq_read(c->h, buf, count, src, 0);
 	}
 	/* sread: Go waits, and returns when C's ring has completions too. */
 	ssize_t r = lnx_go_cq_read(c->h, buf, count, src, timeout);
-	if (r == -FI_EAGAIN && (n = lnx_cring_read(c->cring, buf, count, src)))
+	if (r == -FI_EAGAIN && (n = lnx_cring_read(c->cring, serial, buf, count, src)))
 		return n;
 	return r;
 }

@@ -61,16 +61,19 @@ static int lnx_gate_due(struct lnx_gate *g)
  * lnx_cq_idle answers whether a poll would find nothing, without entering
  * Go (see struct lnx_gate). Any doubt (a watch changed, Go rewriting the
  * watches, completions pending, open) means "not idle". readers lets Go
- * wait out scans before it unmaps a region the watches point into;
+ * wait out scans before it unmaps a region the watches point into (in a
+ * serial domain, see lnx_lock, it cannot unmap while we scan);
  * lnx_cq_idle_held is the same for a caller that holds it already.
  */
-int lnx_cq_idle(struct lnx_gate *g)
+int lnx_cq_idle(struct lnx_gate *g, int serial)
 {
 	if (!lnx_gate_due(g))
 		return 0;
-	__atomic_fetch_add(&g->readers, 1, __ATOMIC_SEQ_CST);
+	if (!serial)
+		__atomic_fetch_add(&g->readers, 1, __ATOMIC_SEQ_CST);
 	int idle = lnx_gate_quiet(g);
-	__atomic_fetch_sub(&g->readers, 1, __ATOMIC_RELEASE);
+	if (!serial)
+		__atomic_fetch_sub(&g->readers, 1, __ATOMIC_RELEASE);
 	if (idle)
 		g->idle++; /* a hint only: racing threads may lose counts */
 	return idle;
@@ -86,13 +89,13 @@ int lnx_cq_idle_held(struct lnx_gate *g)
 
 /* lnx_cring_read returns the completions C queued (fast sends, armed
  * receives), in the CQ's format. */
-ssize_t lnx_cring_read(struct lnx_cring *r, void *buf, size_t count, fi_addr_t *src)
+ssize_t lnx_cring_read(struct lnx_cring *r, int serial, void *buf, size_t count, fi_addr_t *src)
 {
 	if (__atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) ==
 		    __atomic_load_n(&r->head, __ATOMIC_RELAXED) ||
 	    !buf)
 		return 0;
-	lnx_spin_lock(&r->lock);
+	lnx_lock(&r->lock, serial);
 	size_t n = 0;
 	for (; n < count && r->head != r->tail; n++, r->head++) {
 		const typeof(r->e[0]) *x = &r->e[r->head % LNX_CRING];
@@ -127,6 +130,6 @@ ssize_t lnx_cring_read(struct lnx_cring *r, void *buf, size_t count, fi_addr_t *
 		if (src)
 			src[n] = x->src;
 	}
-	lnx_spin_unlock(&r->lock);
+	lnx_unlock(&r->lock, serial);
 	return (ssize_t)n;
 }

@@ -67,6 +67,24 @@ static int domain_av_open(struct fid_domain *domain, struct fi_av_attr *attr, st
 	return 0;
 }
 
+/*
+ * lnx_domain_waits ends a domain's serial mode when a CQ or counter with a
+ * wait object opens: waiting on it may start Go's watcher goroutine
+ * (lnx/wait.go), which drives progress beside the application's thread.
+ * The application serializes this call with every other in the domain, so
+ * no fast path is inside a section it left unlocked, and no lock word is
+ * held: the next call locks.
+ */
+static void lnx_domain_waits(struct lnx_domain *d, enum fi_wait_obj w)
+{
+	if (w == FI_WAIT_NONE || !d->serial)
+		return;
+	__atomic_store_n(&d->serial, 0, __ATOMIC_RELAXED);
+	lnx_log(FI_LOG_INFO, FI_LOG_DOMAIN,
+		"FI_THREAD_DOMAIN domain: a CQ or counter with a wait object opened; "
+		"the fast paths lock from now on");
+}
+
 static int domain_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
 			  void *context)
 {
@@ -79,6 +97,8 @@ static int domain_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, st
 		lnx_free_cq(c);
 		return ret;
 	}
+	lnx_domain_waits((struct lnx_domain *)(void *)domain, attr ? attr->wait_obj : FI_WAIT_NONE);
+	c->serial = &((struct lnx_domain *)(void *)domain)->serial;
 	c->cring->format =
 		attr && attr->format != FI_CQ_FORMAT_UNSPEC ? attr->format : FI_CQ_FORMAT_CONTEXT;
 	lnx_init_cq(c, h, context);
@@ -93,6 +113,7 @@ static int domain_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr
 	int ret = lnx_go_cntr_open(LNX_H(lnx_domain, domain), attr, &h);
 	if (ret)
 		return ret;
+	lnx_domain_waits((struct lnx_domain *)(void *)domain, attr ? attr->wait_obj : FI_WAIT_NONE);
 	*cntr = lnx_new_cntr(h, context);
 	if (!*cntr) {
 		lnx_go_close(h);
@@ -114,6 +135,7 @@ static int domain_endpoint(struct fid_domain *domain, struct fi_info *info, stru
 		return ret;
 	}
 	lnx_init_ep(e, h, context);
+	e->serial = &((struct lnx_domain *)(void *)domain)->serial;
 	*ep = &e->ep;
 	return 0;
 }
@@ -186,7 +208,8 @@ static struct fi_ops_domain domain_ops = {
 	.endpoint2 = domain_endpoint2,
 };
 
-struct fid_domain *lnx_new_domain(lnx_handle h, struct fid_fabric *fabric, void *context)
+struct fid_domain *lnx_new_domain(lnx_handle h, struct fid_fabric *fabric, void *context,
+				  int serial)
 {
 	struct lnx_domain *d = calloc(1, sizeof(*d));
 	if (!d)
@@ -197,5 +220,9 @@ struct fid_domain *lnx_new_domain(lnx_handle h, struct fid_fabric *fabric, void 
 	d->dom.ops = &domain_ops;
 	d->dom.mr = &lnx_domain_mr_ops;
 	d->h = h;
+	d->serial = serial != 0;
+	if (serial)
+		lnx_log(FI_LOG_INFO, FI_LOG_DOMAIN,
+			"FI_THREAD_DOMAIN domain: the fast paths take no locks");
 	return &d->dom;
 }

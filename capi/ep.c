@@ -160,7 +160,8 @@ static ssize_t do_send(struct fid_ep *ep, const struct iovec *iov, void **desc, 
 		       int kind)
 {
 	struct lnx_ep *e = (struct lnx_ep *)(void *)ep;
-	ssize_t ret = lnx_fast_send(e->fast, iov, count, dest, tag, data, ctx, kind);
+	ssize_t ret = lnx_fast_send(e->fast, lnx_serial(e->serial), iov, count, dest, tag, data,
+				    ctx, kind);
 	if (ret != LNX_FAST_DECLINED)
 		return ret;
 	return lnx_go_send(e->h, (struct iovec *)iov, desc, count, dest, tag, data, flags, ctx,
@@ -172,7 +173,8 @@ static ssize_t do_recv(struct fid_ep *ep, const struct iovec *iov, void **desc, 
 		       int kind)
 {
 	struct lnx_ep *e = (struct lnx_ep *)(void *)ep;
-	ssize_t ret = lnx_fast_recv(e->fast, iov, desc, count, src, tag, ignore, ctx, kind);
+	ssize_t ret = lnx_fast_recv(e->fast, lnx_serial(e->serial), iov, desc, count, src, tag,
+				    ignore, ctx, kind);
 	if (ret != LNX_FAST_DECLINED)
 		return ret;
 	return lnx_go_recv(e->h, (struct iovec *)iov, desc, count, src, tag, ignore, flags, ctx,

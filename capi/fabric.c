@@ -19,7 +19,10 @@ static int fabric_domain(struct fid_fabric *fabric, struct fi_info *info, struct
 	int ret = lnx_go_domain(LNX_H(lnx_fabric, fabric), info, &h);
 	if (ret)
 		return ret;
-	*dom = lnx_new_domain(h, fabric, context);
+	/* FI_THREAD_DOMAIN (Open MPI's choice without MPI_THREAD_MULTIPLE):
+	 * the fast paths may skip their locks (lnx_internal.h, lnx_lock). */
+	int serial = info && info->domain_attr && info->domain_attr->threading == FI_THREAD_DOMAIN;
+	*dom = lnx_new_domain(h, fabric, context, serial);
 	if (!*dom) {
 		lnx_go_close(h);
 		return -FI_ENOMEM;

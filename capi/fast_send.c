@@ -47,15 +47,15 @@ static int lnx_copyable(const void *buf, size_t len)
  * would wrap (Go writes the pad record) or the ring is full (Go decides
  * between -FI_EAGAIN and a dead peer).
  */
-static ssize_t lnx_fast_put_shm(struct lnx_txslot *s, uint64_t hflags, uint64_t tag, uint64_t data,
-				const void *buf, size_t len)
+static ssize_t lnx_fast_put_shm(struct lnx_txslot *s, int serial, uint64_t hflags, uint64_t tag,
+				uint64_t data, const void *buf, size_t len)
 {
 	ssize_t ret = LNX_FAST_DECLINED;
 	/* A rendezvous (Go's) need not pay for the check: eager_max is set
 	 * before the slot is ready and never changes. */
 	if (len > __atomic_load_n(&s->eager_max, __ATOMIC_RELAXED) || !lnx_copyable(buf, len))
 		return ret; /* Go sends it, or reports a short buffer */
-	lnx_spin_lock(&s->lock);
+	lnx_lock(&s->lock, serial);
 	if (!s->ready || len > s->eager_max ||
 	    __atomic_load_n((const uint64_t *)s->peer_state, __ATOMIC_ACQUIRE) != LNX_SHM_PEER_OPEN)
 		goto out; /* Go reports a closed peer */
@@ -79,7 +79,7 @@ static ssize_t lnx_fast_put_shm(struct lnx_txslot *s, uint64_t hflags, uint64_t 
 	s->tail = tail + need;
 	ret = 0;
 out:
-	lnx_spin_unlock(&s->lock);
+	lnx_unlock(&s->lock, serial);
 	return ret;
 }
 
@@ -90,16 +90,16 @@ out:
  * declined. The arm lock keeps Go (taking the transport back) and C
  * readers out; if another thread holds it, Go sends.
  */
-static ssize_t lnx_fast_put_net(struct lnx_arm *a, fi_addr_t dest, uint64_t hflags, uint64_t tag,
-				uint64_t data, const void *buf, size_t len)
+static ssize_t lnx_fast_put_net(struct lnx_arm *a, int serial, fi_addr_t dest, uint64_t hflags,
+				uint64_t tag, uint64_t data, const void *buf, size_t len)
 {
 	ssize_t ret = LNX_FAST_DECLINED;
-	if (__atomic_exchange_n(&a->lock, 1, __ATOMIC_ACQUIRE))
+	if (!lnx_trylock(&a->lock, serial))
 		return ret;
 	if (__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) && a->net && a->net_src == dest &&
 	    lnx_tp_send_eager((void *)a->net, (uint32_t)hflags, tag, data, buf, len) == 0)
 		ret = 0;
-	__atomic_store_n(&a->lock, 0, __ATOMIC_RELEASE);
+	lnx_unlock(&a->lock, serial);
 	return ret;
 }
 
@@ -110,11 +110,12 @@ static ssize_t lnx_fast_put_net(struct lnx_arm *a, fi_addr_t dest, uint64_t hfla
  * Anything it is not sure about (no slot published yet, ring full or
  * wrapping, the ...msg variants, several buffers, completion ring full,
  * a network message over the core's inject size) is declined and goes to
- * Go, which also reports every error.
+ * Go, which also reports every error. serial: the endpoint's domain is
+ * serial (see lnx_lock).
  */
 
-ssize_t lnx_fast_send(struct lnx_fast *f, const struct iovec *iov, size_t count, fi_addr_t dest,
-		      uint64_t tag, uint64_t data, void *ctx, int kind)
+ssize_t lnx_fast_send(struct lnx_fast *f, int serial, const struct iovec *iov, size_t count,
+		      fi_addr_t dest, uint64_t tag, uint64_t data, void *ctx, int kind)
 {
 	if (!__atomic_load_n(&f->on, __ATOMIC_ACQUIRE) || (kind & LNX_OP_EXPLICIT) || count > 1 ||
 	    dest >= LNX_FAST_PEERS)
@@ -134,21 +135,21 @@ ssize_t lnx_fast_send(struct lnx_fast *f, const struct iovec *iov, size_t count,
 		return LNX_FAST_DECLINED;
 	int want_cq = !(kind & LNX_OP_INJECT) && (!f->tx_sel || (txf & FI_COMPLETION));
 	struct lnx_cring *cr = __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE);
-	if (want_cq && (!cr || !lnx_cring_reserve(cr)))
+	if (want_cq && (!cr || !lnx_cring_reserve(cr, serial)))
 		return LNX_FAST_DECLINED;
 	uint64_t hflags = (kind & LNX_OP_TAGGED) ? LNX_HDR_TAGGED : 0;
 	if ((kind & LNX_OP_DATA) || (txf & FI_REMOTE_CQ_DATA))
 		hflags |= LNX_HDR_DATA;
 	else
 		data = 0;
-	ssize_t ret = s ? lnx_fast_put_shm(s, hflags, tag, data, buf, len) :
-			  lnx_fast_put_net(a, dest, hflags, tag, data, buf, len);
+	ssize_t ret = s ? lnx_fast_put_shm(s, serial, hflags, tag, data, buf, len) :
+			  lnx_fast_put_net(a, serial, dest, hflags, tag, data, buf, len);
 	if (want_cq) {
 		if (ret == 0)
 			lnx_cring_put(cr, ctx, NULL,
 				      FI_SEND | ((kind & LNX_OP_TAGGED) ? FI_TAGGED : FI_MSG), 0, 0,
 				      0, FI_ADDR_NOTAVAIL);
-		lnx_spin_unlock(&cr->lock);
+		lnx_unlock(&cr->lock, serial);
 	}
 	return ret;
 }

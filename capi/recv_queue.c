@@ -16,17 +16,18 @@
  * Go posts it to its own queue when it takes the rings back, if it is
  * still pending then. Returns 1 when armed.
  */
-static int lnx_arm_post(struct lnx_fast *f, const struct iovec *iov, void **desc, size_t count,
-			fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx, int kind)
+static int lnx_arm_post(struct lnx_fast *f, int serial, const struct iovec *iov, void **desc,
+			size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx,
+			int kind)
 {
 	struct lnx_arm *a = &f->arm;
 	if (!__atomic_load_n(&a->rearm, __ATOMIC_RELAXED) ||
 	    !__atomic_load_n(&a->lent, __ATOMIC_RELAXED))
 		return 0;
-	if (__atomic_exchange_n(&a->lock, 1, __ATOMIC_ACQUIRE))
+	if (!lnx_trylock(&a->lock, serial))
 		return 0;
 	int ok = 0;
-	lnx_spin_lock(&f->rxq_lock);
+	lnx_lock(&f->rxq_lock, serial);
 	if (__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) && a->rearm &&
 	    a->tail - a->head < LNX_ARM_SLOTS && __atomic_load_n(&f->rx_on, __ATOMIC_ACQUIRE) &&
 	    f->rxq_tail == __atomic_load_n(&f->rxq_head, __ATOMIC_ACQUIRE)) {
@@ -46,8 +47,8 @@ static int lnx_arm_post(struct lnx_fast *f, const struct iovec *iov, void **desc
 		a->tail++;
 		ok = 1;
 	}
-	lnx_spin_unlock(&f->rxq_lock);
-	__atomic_store_n(&a->lock, 0, __ATOMIC_RELEASE);
+	lnx_unlock(&f->rxq_lock, serial);
+	lnx_unlock(&a->lock, serial);
 	return ok;
 }
 
@@ -58,20 +59,22 @@ static int lnx_arm_post(struct lnx_fast *f, const struct iovec *iov, void **desc
  * what is queued here (the endpoint is enabled while rx_on is set; errors
  * come only from the ...msg flags and bad buffers, which go to Go); a full
  * queue goes to Go too, which takes the queue first, so order holds.
+ * serial: the endpoint's domain is serial (see lnx_lock).
  */
 
-ssize_t lnx_fast_recv(struct lnx_fast *f, const struct iovec *iov, void **desc, size_t count,
-		      fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx, int kind)
+ssize_t lnx_fast_recv(struct lnx_fast *f, int serial, const struct iovec *iov, void **desc,
+		      size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx,
+		      int kind)
 {
 	if (!__atomic_load_n(&f->rx_on, __ATOMIC_ACQUIRE) || (kind & LNX_OP_EXPLICIT) || count > 1)
 		return LNX_FAST_DECLINED;
 	struct lnx_gate *g = __atomic_load_n(&f->rx_gate, __ATOMIC_ACQUIRE);
 	if (!g || (count && iov[0].iov_len && !iov[0].iov_base))
 		return LNX_FAST_DECLINED;
-	if (lnx_arm_post(f, iov, desc, count, src, tag, ignore, ctx, kind))
+	if (lnx_arm_post(f, serial, iov, desc, count, src, tag, ignore, ctx, kind))
 		return 0;
 	ssize_t ret = LNX_FAST_DECLINED;
-	lnx_spin_lock(&f->rxq_lock);
+	lnx_lock(&f->rxq_lock, serial);
 	uint64_t t = f->rxq_tail;
 	/* rx_on again under the lock: Go clears it, then takes the lock to
 	 * wait out posters, before it stops taking the queue. */
@@ -87,9 +90,12 @@ ssize_t lnx_fast_recv(struct lnx_fast *f, const struct iovec *iov, void **desc, 
 		q->ignore = ignore;
 		q->kind = ((kind & LNX_OP_TAGGED) ? LNX_RXQ_TAGGED : 0) | (count ? LNX_RXQ_IOV : 0);
 		__atomic_store_n(&f->rxq_tail, t + 1, __ATOMIC_RELEASE);
-		__atomic_fetch_add(&g->posts, 1, __ATOMIC_RELEASE);
+		if (serial) /* no other thread adds or subtracts */
+			__atomic_store_n(&g->posts, g->posts + 1, __ATOMIC_RELEASE);
+		else
+			__atomic_fetch_add(&g->posts, 1, __ATOMIC_RELEASE);
 		ret = 0;
 	}
-	lnx_spin_unlock(&f->rxq_lock);
+	lnx_unlock(&f->rxq_lock, serial);
 	return ret;
 }

@@ -28,18 +28,23 @@ struct lnx_fabric {
 	lnx_handle h;
 };
 /* eq: the EQ bound with fi_domain_bind; reg_mr: FI_REG_MR was given (MR
- * registrations then complete through it). */
+ * registrations then complete through it); serial: opened with
+ * FI_THREAD_DOMAIN and no CQ or counter with a wait object opened since, so
+ * the fast paths take no locks (lnx_internal.h, lnx_lock). Its CQs and
+ * endpoints point at it: a domain outlives them (close is -FI_EBUSY). */
 struct lnx_domain {
 	struct fid_domain dom;
 	lnx_handle h;
 	struct lnx_eq *eq;
 	int reg_mr;
+	uint32_t serial;
 };
 struct lnx_fast;
 struct lnx_ep {
 	struct fid_ep ep;
 	lnx_handle h;
 	struct lnx_fast *fast;
+	const uint32_t *serial; /* the domain's */
 };
 struct lnx_eq;
 /* eq: the EQ bound with fi_av_bind (inserts then complete through it);
@@ -102,6 +107,7 @@ struct lnx_cq {
 	lnx_handle h;
 	struct lnx_gate gate;
 	struct lnx_cring *cring;
+	const uint32_t *serial; /* the domain's */
 };
 
 /*
@@ -255,7 +261,8 @@ extern struct fi_provider lnx_prov;
 /* Object constructors (fabric.c, domain.c, ep.c, av.c, cq.c, cntr.c): wrap
  * a Go handle in a fid. */
 struct fid_fabric *lnx_new_fabric(lnx_handle h, void *context);
-struct fid_domain *lnx_new_domain(lnx_handle h, struct fid_fabric *fabric, void *context);
+struct fid_domain *lnx_new_domain(lnx_handle h, struct fid_fabric *fabric, void *context,
+				  int serial);
 struct lnx_ep *lnx_alloc_ep(void);
 void lnx_init_ep(struct lnx_ep *e, lnx_handle h, void *context);
 void lnx_free_ep(struct lnx_ep *e);

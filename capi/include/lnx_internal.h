@@ -57,6 +57,36 @@ static inline void lnx_spin_unlock(uint32_t *l)
 	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 
+/*
+ * The fast paths' locks (and the gate's reader count) keep out two kinds
+ * of concurrent caller: other application threads, and Go's watcher
+ * goroutine (lnx/wait.go), which drives progress for a CQ or counter with
+ * a wait object. A serial domain (struct lnx_domain's serial: opened with
+ * FI_THREAD_DOMAIN, no CQ or counter with a wait object) has neither: the
+ * application serializes every call into it, and C and Go touch these
+ * words only within those calls. Its fast paths skip the locked
+ * instructions, which were most of C's time per small message.
+ */
+static inline void lnx_lock(uint32_t *l, int serial)
+{
+	if (!serial)
+		lnx_spin_lock(l);
+}
+static inline void lnx_unlock(uint32_t *l, int serial)
+{
+	if (!serial)
+		lnx_spin_unlock(l);
+}
+/* lnx_trylock: 1 when taken (or serial), 0 when another thread holds it. */
+static inline int lnx_trylock(uint32_t *l, int serial)
+{
+	return serial || !__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE);
+}
+static inline int lnx_serial(const uint32_t *serial)
+{
+	return serial && __atomic_load_n(serial, __ATOMIC_RELAXED);
+}
+
 /* lnx_cring_put appends one completion (cr->lock held, room checked). */
 static inline void lnx_cring_put(struct lnx_cring *cr, void *ctx, void *buf, uint64_t flags,
 				 uint64_t len, uint64_t data, uint64_t tag, uint64_t src)
@@ -72,14 +102,14 @@ static inline void lnx_cring_put(struct lnx_cring *cr, void *ctx, void *buf, uin
 	__atomic_store_n(&cr->tail, cr->tail + 1, __ATOMIC_RELEASE);
 }
 
-/* lnx_cring_reserve takes cr->lock if the ring has room for one more
- * completion (1); a full ring is left unlocked (0). */
-static inline int lnx_cring_reserve(struct lnx_cring *cr)
+/* lnx_cring_reserve takes cr->lock (unless serial) if the ring has room
+ * for one more completion (1); a full ring is left unlocked (0). */
+static inline int lnx_cring_reserve(struct lnx_cring *cr, int serial)
 {
-	lnx_spin_lock(&cr->lock);
+	lnx_lock(&cr->lock, serial);
 	if (cr->tail - cr->head < LNX_CRING)
 		return 1;
-	lnx_spin_unlock(&cr->lock);
+	lnx_unlock(&cr->lock, serial);
 	return 0;
 }
 
@@ -108,21 +138,23 @@ LNX_HIDDEN extern struct fi_ops_atomic lnx_ep_atomic_ops; /* atomic.c */
 
 #define LNX_FAST_DECLINED 1 /* not a libfabric return value: Go takes the send */
 /* The fast send path (fast_send.c): 0 when sent, or declined. */
-LNX_HIDDEN ssize_t lnx_fast_send(struct lnx_fast *f, const struct iovec *iov, size_t count,
-				 fi_addr_t dest, uint64_t tag, uint64_t data, void *ctx, int kind);
-/* Queued receives and re-arming (recv_queue.c): 0, or declined. */
-LNX_HIDDEN ssize_t lnx_fast_recv(struct lnx_fast *f, const struct iovec *iov, void **desc,
-				 size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore,
+LNX_HIDDEN ssize_t lnx_fast_send(struct lnx_fast *f, int serial, const struct iovec *iov,
+				 size_t count, fi_addr_t dest, uint64_t tag, uint64_t data,
 				 void *ctx, int kind);
+/* Queued receives and re-arming (recv_queue.c): 0, or declined. */
+LNX_HIDDEN ssize_t lnx_fast_recv(struct lnx_fast *f, int serial, const struct iovec *iov,
+				 void **desc, size_t count, fi_addr_t src, uint64_t tag,
+				 uint64_t ignore, void *ctx, int kind);
 
 #define LNX_ARM_GO (-1) /* a record C cannot take: Go must run */
 /* Armed receives (arm.c): how many of up to budget it completed, 0 for
  * nothing new, or LNX_ARM_GO. */
-LNX_HIDDEN int lnx_arm_take(struct lnx_gate *g, int budget, int *idle);
+LNX_HIDDEN int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle);
 
 /* The completion ring and the gate (cq_ring.c). */
-LNX_HIDDEN int lnx_cq_idle(struct lnx_gate *g);
+LNX_HIDDEN int lnx_cq_idle(struct lnx_gate *g, int serial);
 LNX_HIDDEN int lnx_cq_idle_held(struct lnx_gate *g);
-LNX_HIDDEN ssize_t lnx_cring_read(struct lnx_cring *r, void *buf, size_t count, fi_addr_t *src);
+LNX_HIDDEN ssize_t lnx_cring_read(struct lnx_cring *r, int serial, void *buf, size_t count,
+				  fi_addr_t *src);
 
 #endif

@@ -13,7 +13,8 @@
  * host memory: every send and receive registers its buffer and closes the
  * MR at completion), "dev" (the buffer is device memory of the CUDA library
  * $FI_LNX_CUDA_LIB, e.g. the emulated device, registered once with
- * FI_HMEM_CUDA), "devregmsg" (both). "^VAR=value" sets an environment
+ * FI_HMEM_CUDA), "devregmsg" (both); "safe" added to any of them asks
+ * for FI_THREAD_SAFE (default FI_THREAD_DOMAIN). "^VAR=value" sets an environment
  * variable for the case's processes; several may follow each other
  * ("^A=1^B=2").
  *
@@ -240,6 +241,11 @@ static void setup(struct ctx *c, const struct bcase *bc, size_t maxsize, int rfd
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				      FI_MR_PROV_KEY | (c->dev ? FI_MR_HMEM : 0);
 	hints->domain_attr->av_type = FI_AV_TABLE;
+	/* One thread per process: FI_THREAD_DOMAIN, as Open MPI (without
+	 * MPI_THREAD_MULTIPLE) and fabtests ask; mode "safe" asks for
+	 * FI_THREAD_SAFE instead. */
+	hints->domain_attr->threading =
+		strstr(bc->mode, "safe") != NULL ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
 	hints->fabric_attr->prov_name = strdup(bc->prov);
 	CHK(fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints,
 		       &c->info));

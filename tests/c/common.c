@@ -152,6 +152,20 @@ int lnx_getinfo(struct fi_info *hints, struct fi_info **info)
 	return fi_getinfo(TEST_FI_VERSION, NULL, NULL, 0, hints, info);
 }
 
+/* The threading level lnx_open asks for: the test's own, or
+ * LNX_TEST_THREADING's ("safe", "domain"), or FI_THREAD_DOMAIN. */
+static enum fi_threading test_threading(enum fi_threading want)
+{
+	const char *v = getenv("LNX_TEST_THREADING");
+	if (want != FI_THREAD_UNSPEC)
+		return want;
+	if (v && !strcmp(v, "safe"))
+		return FI_THREAD_SAFE;
+	if (v && strcmp(v, "domain"))
+		FAIL("LNX_TEST_THREADING=%s: want safe or domain", v);
+	return FI_THREAD_DOMAIN;
+}
+
 uint32_t test_fi_version(void)
 {
 	const char *v = getenv("LNX_TEST_API");
@@ -223,6 +237,7 @@ void lnx_open(struct lnx *l, const struct lnx_opts *o)
 	if (o->domain)
 		l->hints->domain_attr->name = strdup(o->domain);
 	l->hints->domain_attr->av_type = o->av_type ? o->av_type : FI_AV_TABLE;
+	l->hints->domain_attr->threading = test_threading(o->threading);
 	if (o->selective) {
 		l->hints->tx_attr->op_flags |= FI_COMPLETION;
 		l->hints->rx_attr->op_flags |= FI_COMPLETION;

@@ -152,6 +152,9 @@ struct lnx_opts {
 	int distinct_nodes;	     /* harness: give each rank its own FI_LNX_NODE_ID
 				      so lnx treats peers as remote (network core);
 				      n > 1: n consecutive ranks share a node */
+	enum fi_threading threading; /* 0: LNX_TEST_THREADING (safe, domain), else
+					FI_THREAD_DOMAIN, as Open MPI asks without
+					MPI_THREAD_MULTIPLE */
 };
 
 struct lnx {

@@ -180,7 +180,8 @@ static void receiver(struct peer *p, void *arg)
 
 int main(int argc, char **argv)
 {
-	struct lnx_opts o = { 0 };
+	struct lnx_opts o;
 	msg_test_opts(argc, argv, &o);
+	o.threading = FI_THREAD_SAFE; /* several threads on one endpoint */
 	return run_pair("mt_stress", &o, sender, receiver, NULL) ? 1 : 0;
 }
