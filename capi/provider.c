@@ -122,8 +122,12 @@ int lnx_log_enabled(int level, int subsys)
 	return fi_log_enabled(&lnx_prov, (enum fi_log_level)level, (enum fi_log_subsys)subsys);
 }
 
+/* lnx_log logs msg if the level is enabled (Go asks lnx_log_enabled first,
+ * to skip formatting; C callers need not). */
 void lnx_log(int level, int subsys, const char *msg)
 {
+	if (!fi_log_enabled(&lnx_prov, (enum fi_log_level)level, (enum fi_log_subsys)subsys))
+		return;
 	fi_log(&lnx_prov, (enum fi_log_level)level, (enum fi_log_subsys)subsys, "lnx", 0, "%s\n",
 	       msg);
 }
