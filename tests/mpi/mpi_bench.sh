@@ -28,8 +28,9 @@
 # 600), MPI_BENCH_CHECK_CORES=1 (every lnx run also prints lnx's per-core
 # counters, FI_LNX_DUMP_STATS, and must show every rank sending over the
 # core its case is about: shm on one node, tcp;ofi_rxm between simulated
-# nodes (and nothing over shm with 2 ranks); the counters turn C's fast send path off, so
-# this proves the paths, for tests, and its figures are not lnx's). Every
+# nodes (and nothing over shm with 2 ranks), lnx_nodes_peer through the
+# peer API; the counters turn C's fast send path off, so this proves the
+# paths, for tests, and its figures are not lnx's). Every
 # lnx run must show Open MPI's ofi MTL on lnx (its verbose provider line),
 # and a tcp run on a provider other than lnx, or the script fails. This is
 # a benchmark: nothing here judges the figures.
@@ -147,10 +148,16 @@ for r in $(seq 1 "$rounds"); do
 		# MPI's collectives send inside a node).
 		if [ -n "$check" ] && [ "${MPI_BENCH_CHECK_CORES:-0}" = 1 ]; then
 			nshm=$(ranks shm) nnet=$(ranks 'tcp;ofi_rxm')
-			grep -aE '^lnx: pid [0-9]+ .* core ' "$out"
+			grep -aE '^lnx: pid [0-9]+ .* (core |peer API: )' "$out"
 			if { [ "$check" = shm ] && [ "$nshm" -ne "$np" ]; } ||
 				{ [ "$check" = net ] && { [ "$nnet" -ne "$np" ] || { [ "$per_node" = 1 ] && [ "$nshm" -ne 0 ]; }; }; }; then
 				echo "mpi_bench.sh: $c: $nshm of $np ranks sent over shm, $nnet over tcp;ofi_rxm" >&2
+				fail=1
+				continue
+			fi
+			npeer=$(grep -aE '^lnx: pid [0-9]+ .* peer API: ' "$out" | awk '{ print $3 }' | sort -u | wc -l)
+			if [ "$c" = lnx_nodes_peer ] && [ "$npeer" -ne "$np" ]; then
+				echo "mpi_bench.sh: $c: $npeer of $np ranks drove the core through the peer API" >&2
 				fail=1
 				continue
 			fi
