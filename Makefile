@@ -182,7 +182,10 @@ pingpong: lib $(BENCH)
 # simulated nodes beside libfabric shm alone: what lnx's transport adds
 # over a sub-microsecond core; one-sided operations (fi_bench -R) the same
 # two ways as the messages, tables kept as build/bench/rma_node.txt and
-# rma_net.txt (no plot).
+# rma_net.txt (no plot); at the MPI level (tests/mpi/mpi_bench.sh) Open
+# MPI's own paths beside cm + ofi over lnx on one node, then ping-pong and
+# windowed bandwidth between two simulated nodes beside cm + ofi over
+# tcp;ofi_rxm alone (and ob1 + btl tcp).
 # Each run prints its table and writes it as build/bench/<run>.csv; make
 # plot (run at the end) draws each as build/bench/<run>.png. About 10
 # minutes on the 2-core CI machine; fi_bench says which round it is on.
@@ -216,6 +219,8 @@ bench: bench-deps lib $(BENCH) $(EMU) $(MPI_BENCH)
 	@echo 'bench 7/7: MPI level: Open MPI ob1 + vader beside cm + ofi over lnx (links shm, default links); 3 rounds'
 	FI_PROVIDER_PATH=$(CURDIR)/build/lib bash tests/mpi/mpi_bench.sh -r 3 $(MPI_BENCH)
 	FI_PROVIDER_PATH=$(CURDIR)/build/lib bash tests/mpi/mpi_bench.sh -r 3 -n 4 -t pairs -s 1,64,4k,64k,1m $(MPI_BENCH)
+	@echo '           two simulated nodes: cm + ofi over tcp;ofi_rxm alone, ob1 + btl tcp, cm + ofi over lnx (default links); 3 rounds'
+	FI_PROVIDER_PATH=$(CURDIR)/build/lib bash tests/mpi/mpi_bench.sh -N -r 3 -t lat,bw -s 1,64,4k,16k,64k,1m $(MPI_BENCH)
 	@echo 'bench (Debian 13): libfabric 2.1, beside its shm, tcp;ofi_rxm and built-in lnx (tests/deb13/bench.sh)'
 	bash tests/deb13/run.sh bench
 	@$(MAKE) --no-print-directory plot

@@ -71,11 +71,17 @@ static long iters(size_t size, long small, long bytes_budget)
  * warms up: the first tens of milliseconds of a process that loaded lnx
  * run slower (the Go runtime's monitor thread polls every 20 us until it
  * backs off; README, "Notes for integrators"), and whichever size came first was
- * measured 20-30% slower than the same size run second. */
+ * measured 20-30% slower than the same size run second. 50,000 round
+ * trips, scaled by -x like every test (at least 1,000): a short run over a
+ * slower network core (tcp;ofi_rxm between simulated nodes, on a loaded
+ * machine 1-2 ms a round trip) is not all warm-up. */
 static void warm_up(void)
 {
 	char b = 0;
-	for (long i = 0; i < 50000; i++) {
+	long n = (long)(50000 * scale);
+	if (n < 1000)
+		n = 1000;
+	for (long i = 0; i < n; i++) {
 		if (is_sender) {
 			MPI_Send(&b, 1, MPI_BYTE, peer, 3, MPI_COMM_WORLD);
 			MPI_Recv(&b, 1, MPI_BYTE, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
