@@ -55,7 +55,10 @@ func (t *Transport) SendMR(p *Peer, h Hdr, iov [][]byte, mrs []*MR, sendID uint6
 	pieces := 0
 	for _, b := range iov {
 		if len(b) != 0 {
-			if !memmap.Mapped(b) {
+			// A piece of a page or less is taken as it is, as on the
+			// shm core: a mincore per send cost 64 B-4 KiB messages
+			// over tcp;ofi_rxm 0.2-0.3 us each.
+			if !memmap.Checked(b) {
 				return false, fmt.Errorf("%w: %d bytes at %p", ErrBadBuffer, len(b), unsafe.SliceData(b))
 			}
 			size += uint64(len(b))
