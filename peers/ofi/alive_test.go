@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"testing"
+	"time"
 )
 
 // TestSockAddr decodes tcp's fi_getname bytes (struct sockaddr_in and
@@ -82,5 +83,46 @@ func TestListening(t *testing.T) {
 	}
 	if r := tr.listening(&Peer{name: make([]byte, 8)}); r != peerUnknown {
 		t.Errorf("a non-IP address: %d, want peerUnknown", r)
+	}
+}
+
+// TestEagainSparseRefusals: a peer the core refuses on every try, tried
+// only every 500 ms (a loaded machine), is declared gone once refused for
+// PeerTimeout with nothing heard; a send the core takes restarts the
+// count. With a gap of three probe intervals (300 ms) allowed between
+// refusals, every one restarted it and the peer's operations waited for
+// ever (fault_peer_death_rma_tcp under load).
+func TestEagainSparseRefusals(t *testing.T) {
+	tr := &Transport{cfg: Config{PeerTimeout: 2 * time.Second, ProbeInterval: 100 * time.Millisecond}}
+	p := &Peer{name: make([]byte, 8)} // not an IP address: the timeout decides
+	at := func(d time.Duration) { tr.t0 = time.Now().Add(-d) }
+	at(time.Minute)
+	p.lastHeard = int64(time.Minute - 10*time.Second)
+	gone := -1
+	for i := 0; i <= 10 && gone < 0; i++ {
+		at(time.Minute + time.Duration(i)*500*time.Millisecond)
+		if tr.eagain(p) {
+			gone = i
+		}
+	}
+	if gone < 4 || gone > 5 {
+		t.Fatalf("refused every 500 ms: gone at refusal %d, want the fifth (2 s)", gone)
+	}
+	if !p.dead {
+		t.Fatal("declared gone but not dead")
+	}
+
+	// A send taken in between (eagainSince reset, as the send paths do)
+	// starts the count again.
+	q := &Peer{name: make([]byte, 8)}
+	q.lastHeard = p.lastHeard
+	for i := 0; i <= 10; i++ {
+		at(2*time.Minute + time.Duration(i)*500*time.Millisecond)
+		if i == 3 {
+			q.eagainSince = 0
+		}
+		if tr.eagain(q) && i < 7 {
+			t.Fatalf("gone at refusal %d, 1.5 s after a send was taken", i)
+		}
 	}
 }

@@ -257,10 +257,14 @@ func (t *Transport) sendFailed(p *Peer, ret int) error {
 // refused continuously for PeerTimeout is declared gone (rxm answers
 // -FI_EAGAIN for ever once the peer's listener is gone), unless we heard
 // from it meanwhile (a live peer that stopped reading). It reports whether
-// p is gone.
+// p is gone. Continuously: no send to p was taken since (those reset
+// eagainSince), and no gap between refusals as long as the timeout
+// itself. (The gap allowed was 3 probe intervals, 300 ms: on a loaded
+// machine lnx retried a killed target's operations about every 500 ms,
+// every refusal restarted the count, and they waited for ever.)
 func (t *Transport) eagain(p *Peer) bool {
 	now := t.clock()
-	if p.eagainSince == 0 || now-p.lastEagain > 3*int64(t.cfg.ProbeInterval) {
+	if p.eagainSince == 0 || now-p.lastEagain > int64(t.cfg.PeerTimeout) {
 		p.eagainSince = now
 	}
 	p.lastEagain = now
