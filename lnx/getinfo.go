@@ -59,7 +59,7 @@ const mrModeOffered = fi.MR_HMEM | fi.MR_PROV_KEY | fi.MR_VIRT_ADDR | fi.MR_ALLO
 
 // Limits of the built-in shm core.
 var shmLimits = coreLimits{
-	inject: 4096, maxMsg: 1 << 62, txSize: 1024, rxSize: 1024, iov: 8,
+	inject: stagedInject, maxMsg: 1 << 62, txSize: 1024, rxSize: 1024, iov: 8,
 	cqData: 8, msgOrder: fi.ORDER_SAS, mrKeySize: 8, mrIov: 8, epCnt: maxEndpoints,
 }
 
@@ -241,7 +241,8 @@ func resolve(version uint32, g links.Group, cfg *config.Config) (*Link, error) {
 	return l, nil
 }
 
-// stagedInject is the least inject_size a link offers (the shm core's).
+// stagedInject is the least inject_size a link offers, and the shm
+// core's own.
 const stagedInject = 4096
 
 // Links parses and resolves the configured links. Groups whose cores are
