@@ -386,8 +386,13 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 		}
 		// Same node id but shm cannot reach the peer: a private /dev/shm
 		// (separate mount namespaces), another PID namespace, a region
-		// that is gone. A network core both addresses carry still can.
-		if len(netAddrsOf(ent.addr)) == 0 || len(e.nets) == 0 {
+		// that is gone. A network core both addresses carry still can
+		// (a peer-API core, on the peer path).
+		reach := len(netAddrsOf(ent.addr)) > 0 && len(e.nets) > 0
+		if e.peer != nil {
+			reach = len(peerAddrsOf(ent.addr)) > 0
+		}
+		if !reach {
 			return nil, fi.Wrap(fi.EHOSTUNREACH, "shm connect to %d: %v", addr, err)
 		}
 		logging.Warnf(logging.EPData, "peer %d on this node is not reachable over shm (%v); using the network core", addr, err)
