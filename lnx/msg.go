@@ -239,7 +239,7 @@ func (e *Endpoint) Send(op *Op) error {
 		again = errors.Is(err, shm.ErrAgain)
 	} else if rt.peer {
 		// The core's own protocols, the application's tag and CQ data.
-		done, err = e.peer.send(rt.pfa, op.Tagged, hdr, iovs[:niov], flags&fi.INJECT != 0, id)
+		done, err = e.peer.send(rt.pfa, rt.net, op.Tagged, hdr, iovs[:niov], flags&fi.INJECT != 0, id)
 		again = errors.Is(err, peerep.ErrAgain)
 		e.netBusy()
 	} else {
@@ -409,6 +409,16 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 			return nil, fi.Wrap(fi.EHOSTUNREACH, "peer core insert of %d: %v", addr, err)
 		}
 		rt := &route{kind: kindNet, peer: true, pfa: fa}
+		// The peer's side transport (ep.go, openSide): one-sided
+		// operations, and the probes that find it dead while the
+		// peer core waits for it. A node/service address has none.
+		if side, ok := sideAddrOf(ent.addr); ok && len(e.nets) > 0 {
+			p, err := e.nets[0].Connect(side)
+			if err != nil {
+				return nil, fi.Wrap(fi.EHOSTUNREACH, "side transport connect to %d: %v", addr, err)
+			}
+			rt.rail = rail{e.nets[0], p, 0}
+		}
 		e.routes[addr] = rt
 		return rt, nil
 	}
