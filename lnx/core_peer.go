@@ -316,6 +316,9 @@ func (c *peerCore) Write(id, flags, n, data, tag, src uint64) {
 			return
 		}
 		placed, err := c.landed(p, n)
+		if err == nil {
+			e.stats[kindNet].rxByPeer++
+		}
 		e.complete(p.r, p.src, max(p.size, n), placed, hdr, p.kind, kindNet, err)
 		return
 	}
@@ -363,6 +366,8 @@ func (c *peerCore) WriteErr(id, flags, n, data, tag uint64, errno, provErr int, 
 		}
 		if fi.Errno(errno) != fi.ETRUNC {
 			err = fi.Wrap(fi.Errno(errno), "peer core receive failed (prov_errno %d)", provErr)
+		} else {
+			e.stats[kindNet].rxByPeer++
 		}
 		e.complete(p.r, p.src, size, n, hdr, p.kind, kindNet, err)
 		return
@@ -459,8 +464,12 @@ func (c *peerCore) writeStats(w io.Writer) {
 	if c.sends+c.injects+c.expected+c.started+c.unexpected == 0 {
 		return
 	}
-	fmt.Fprintf(w, "lnx: pid %d link %s peer API: sends %d, injects %d, receives matched on arrival %d, unexpected %d (started %d)\n",
-		os.Getpid(), c.e.Domain.Link.Name(), c.sends, c.injects, c.expected, c.unexpected, c.started)
+	var gone string
+	if c.gone > 0 {
+		gone = fmt.Sprintf(", %d sends failed for a peer gone", c.gone)
+	}
+	fmt.Fprintf(w, "lnx: pid %d link %s peer API: sends %d, injects %d, receives matched on arrival %d, unexpected %d (started %d)%s\n",
+		os.Getpid(), c.e.Domain.Link.Name(), c.sends, c.injects, c.expected, c.unexpected, c.started, gone)
 }
 
 func unsafeSliceData(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }
