@@ -126,7 +126,11 @@ func (c *netCore) writeStats(w io.Writer) {
 	if s.Injected+s.EagerSends+s.TaggedEager+s.RndvSends == 0 {
 		return
 	}
-	fmt.Fprintf(w, "lnx: pid %d link %s rail %d sends: inline %d, eager %d, tagged eager %d, split %d, rendezvous %d (read %d)\n",
-		os.Getpid(), c.e.Domain.Link.Name(), c.ti, s.Injected, s.EagerSends, s.TaggedEager, s.SplitSends,
+	where := fmt.Sprintf("rail %d", c.ti)
+	if c.side {
+		where = "side transport (one-sided operations, probes)"
+	}
+	fmt.Fprintf(w, "lnx: pid %d link %s %s sends: inline %d, eager %d, tagged eager %d, split %d, rendezvous %d (read %d)\n",
+		os.Getpid(), c.e.Domain.Link.Name(), where, s.Injected, s.EagerSends, s.TaggedEager, s.SplitSends,
 		s.RndvSends-s.SplitSends, s.ReadSends)
 }
