@@ -39,6 +39,12 @@ const (
 	// one on the peer path to a coreOFI address (they carry different
 	// wire formats).
 	corePeer byte = 3
+	// coreSide is the transport lnx opens beside a peer-API core
+	// (ep.go, OpenEndpoint) for one-sided operations and liveness
+	// probes: in memory a transport blob like coreOFI's, on the wire
+	// packed against the corePeer address before it (ofi.PackSide:
+	// same id, the few bytes of its core name that differ).
+	coreSide byte = 4
 )
 
 // Addr is a decoded lnx address: where the endpoint lives and how each of
@@ -68,12 +74,26 @@ func (a *Addr) Encode() ([]byte, error) {
 	copy(b[2:8], node[:6])
 	binary.LittleEndian.PutUint16(b[8:], uint16(a.Link))
 	off := addrHdrLen
+	var base []byte // the last corePeer blob, which a coreSide packs against
 	for _, c := range a.Cores {
 		raw := c.Raw
-		if c.Kind == coreOFI || c.Kind == corePeer {
+		switch c.Kind {
+		case coreOFI, corePeer:
 			p, err := ofi.PackAddr(raw)
 			if err != nil {
 				return nil, fi.Wrap(fi.EINVAL, "network core address: %v", err)
+			}
+			if c.Kind == corePeer {
+				base = raw
+			}
+			raw = p
+		case coreSide:
+			if base == nil {
+				return nil, fi.Wrap(fi.EINVAL, "side transport address without its peer-API core's")
+			}
+			p, err := ofi.PackSide(base, raw)
+			if err != nil {
+				return nil, fi.Wrap(fi.EINVAL, "side transport address: %v", err)
 			}
 			raw = p
 		}
@@ -106,20 +126,34 @@ func DecodeAddr(b []byte) (*Addr, error) {
 		return nil, fi.Wrap(fi.EINVAL, "lnx address claims %d cores", n)
 	}
 	off := addrHdrLen
+	var base []byte
 	for i := 0; i < n; i++ {
 		if off+2 > AddrLen {
 			return nil, fi.Wrap(fi.EINVAL, "lnx address truncated at core %d", i)
 		}
 		kind, l := b[off], int(b[off+1])
-		if kind != coreShm && kind != coreOFI && kind != corePeer {
+		if kind != coreShm && kind != coreOFI && kind != corePeer && kind != coreSide {
 			return nil, fi.Wrap(fi.EINVAL, "lnx address core %d has unknown kind %d", i, kind)
 		}
 		if off+2+l > AddrLen {
 			return nil, fi.Wrap(fi.EINVAL, "lnx address core %d overruns the blob", i)
 		}
 		raw := append([]byte(nil), b[off+2:off+2+l]...)
-		if kind == coreOFI || kind == corePeer {
+		switch kind {
+		case coreOFI, corePeer:
 			blob, err := ofi.UnpackAddr(raw)
+			if err != nil {
+				return nil, fi.Wrap(fi.EINVAL, "lnx address core %d: %v", i, err)
+			}
+			raw = blob
+			if kind == corePeer {
+				base = blob
+			}
+		case coreSide:
+			if base == nil {
+				return nil, fi.Wrap(fi.EINVAL, "lnx address core %d: side transport before its peer-API core", i)
+			}
+			blob, err := ofi.UnpackSide(base, raw)
 			if err != nil {
 				return nil, fi.Wrap(fi.EINVAL, "lnx address core %d: %v", i, err)
 			}

@@ -110,11 +110,57 @@ func TestAddrRejects(t *testing.T) {
 	}
 }
 
+// TestAddrSide: the transport beside a peer-API core (coreSide) is
+// carried in the few bytes its core name differs by, beside lnx's shm
+// and the peer core's IPv4 name or libfabric shm name, and decodes to
+// its blob; a side address needs its peer core's before it.
+func TestAddrSide(t *testing.T) {
+	for _, tc := range []struct {
+		name, peer, side []byte
+		shm              bool // lnx's shm too (the link shm+tcp;ofi_rxm)
+	}{
+		{[]byte("tcp"), inet(40000, [4]byte{127, 0, 0, 1}), inet(40001, [4]byte{127, 0, 0, 1}), true},
+		{[]byte("fi_shm"), []byte("fi_shm://4194304:0:9\x00"), []byte("fi_shm://4194304:0:10\x00"), false},
+	} {
+		a := Addr{Node: 3, Link: 4}
+		if tc.shm {
+			a.Cores = append(a.Cores, CoreAddr{Kind: coreShm, Raw: make([]byte, 15)})
+		}
+		a.Cores = append(a.Cores, CoreAddr{Kind: corePeer, Raw: ofiBlob(77, tc.peer)}, CoreAddr{Kind: coreSide, Raw: ofiBlob(77, tc.side)})
+		b, err := a.Encode()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		d, err := DecodeAddr(b)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		side, ok := sideAddrOf(d)
+		n := len(a.Cores)
+		if !ok || !bytes.Equal(side, a.Cores[n-1].Raw) {
+			t.Fatalf("%s: side %x, want %x", tc.name, side, a.Cores[n-1].Raw)
+		}
+		if p := peerAddrsOf(d); len(p) != 1 || !bytes.Equal(p[0], a.Cores[n-2].Raw) {
+			t.Fatalf("%s: peer core %x", tc.name, p)
+		}
+	}
+	alone := Addr{Cores: []CoreAddr{{Kind: coreSide, Raw: ofiBlob(77, inet(1, [4]byte{1}))}}}
+	if _, err := alone.Encode(); err == nil {
+		t.Error("Encode accepted a side address with no peer-API core before it")
+	}
+	other := Addr{Cores: []CoreAddr{{Kind: corePeer, Raw: ofiBlob(77, inet(1, [4]byte{1}))}, {Kind: coreSide, Raw: ofiBlob(78, inet(2, [4]byte{1}))}}}
+	if _, err := other.Encode(); err == nil {
+		t.Error("Encode accepted a side address whose id is not its peer core's")
+	}
+}
+
 func FuzzDecodeAddr(f *testing.F) {
 	good, _ := (&Addr{Node: 1, Cores: []CoreAddr{{Kind: coreShm, Raw: []byte("lnx-1-2")}, {Kind: coreOFI, Raw: ofiBlob(9, inet(1, [4]byte{127, 0, 0, 1}))}}}).Encode()
 	f.Add(good)
 	v6, _ := (&Addr{Node: 1, Cores: []CoreAddr{{Kind: coreOFI, Raw: ofiBlob(9, inet6(1, [16]byte{15: 1}, 0))}}}).Encode()
 	f.Add(v6)
+	side, _ := (&Addr{Node: 1, Cores: []CoreAddr{{Kind: corePeer, Raw: ofiBlob(9, inet(1, [4]byte{127, 0, 0, 1}))}, {Kind: coreSide, Raw: ofiBlob(9, inet(2, [4]byte{127, 0, 0, 1}))}}}).Encode()
+	f.Add(side)
 	f.Add(make([]byte, AddrLen))
 	f.Add([]byte("L\x11"))
 	f.Fuzz(func(t *testing.T, b []byte) {

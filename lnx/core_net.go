@@ -24,15 +24,23 @@ type netCore struct {
 	arrive func(*ofi.Arrival) bool // e.netArrival(t, ti), made once
 	sole   bool                    // the link's only network core: it can be lent
 	lent   bool                    // lend lent t; takeBack reclaims it
+	// side: the transport beside a peer-API core (ep.go), which carries
+	// one-sided operations and liveness probes, never messages.
+	side bool
 }
 
-func (c *netCore) addr() CoreAddr { return CoreAddr{Kind: coreOFI, Raw: c.t.Addr()} }
-func (c *netCore) paced() bool    { return true }
-func (c *netCore) quiet() bool    { return true } // see core.quiet: netHot tracks its work
-func (c *netCore) housekeep()     {}              // the transport probes peers in Poll, on Go's cadence
-func (c *netCore) canLend() bool  { return c.sole }
-func (c *netCore) release()       {} // connections stay, shared and found again on a re-insert (forgetAddrs)
-func (c *netCore) close() error   { return c.t.Close() }
+func (c *netCore) addr() CoreAddr {
+	if c.side {
+		return CoreAddr{Kind: coreSide, Raw: c.t.Addr()}
+	}
+	return CoreAddr{Kind: coreOFI, Raw: c.t.Addr()}
+}
+func (c *netCore) paced() bool   { return true }
+func (c *netCore) quiet() bool   { return true } // see core.quiet: netHot tracks its work
+func (c *netCore) housekeep()    {}              // the transport probes peers in Poll, on Go's cadence
+func (c *netCore) canLend() bool { return c.sole }
+func (c *netCore) release()      {} // connections stay, shared and found again on a re-insert (forgetAddrs)
+func (c *netCore) close() error  { return c.t.Close() }
 
 // idleWords: no word announces network traffic; the gate lets reads
 // into Go on the cadence instead (watchSet.net).
@@ -118,7 +126,11 @@ func (c *netCore) writeStats(w io.Writer) {
 	if s.Injected+s.EagerSends+s.TaggedEager+s.RndvSends == 0 {
 		return
 	}
-	fmt.Fprintf(w, "lnx: pid %d link %s rail %d sends: inline %d, eager %d, tagged eager %d, split %d, rendezvous %d (read %d)\n",
-		os.Getpid(), c.e.Domain.Link.Name(), c.ti, s.Injected, s.EagerSends, s.TaggedEager, s.SplitSends,
+	where := fmt.Sprintf("rail %d", c.ti)
+	if c.side {
+		where = "side transport (one-sided operations, probes)"
+	}
+	fmt.Fprintf(w, "lnx: pid %d link %s %s sends: inline %d, eager %d, tagged eager %d, split %d, rendezvous %d (read %d)\n",
+		os.Getpid(), c.e.Domain.Link.Name(), where, s.Injected, s.EagerSends, s.TaggedEager, s.SplitSends,
 		s.RndvSends-s.SplitSends, s.ReadSends)
 }

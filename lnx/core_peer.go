@@ -53,6 +53,16 @@ type peerCore struct {
 	early map[uint64]error     // send completions written inside the send call
 	next  uint64
 
+	// Liveness: 2.1 rxm never completes a send whose receiver died.
+	// Each send in the core is watched on the peer's side transport
+	// (ep.go, openSide), which probes the peer while it waits and
+	// declares it gone (peerGone) when it stops answering and its
+	// listener is gone, as the adapter's transport does; its sends then
+	// fail. A failed send's later core completion is dropped.
+	watch   map[uint64]*ofi.Peer // sends in the core, by id: the peer's side transport
+	dropped map[uint64]struct{}  // sends failed by peerGone that the core still holds
+	gone    uint64               // sends failed that way
+
 	sends, injects, expected, started, unexpected uint64
 }
 
@@ -70,7 +80,8 @@ type peerRecv struct {
 // ofi.NameID of the address it got, as the transport's.
 func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
 	c := &peerCore{e: e, byName: map[string]uint64{}, byCore: map[uint64]uint64{},
-		recvs: map[uint64]*peerRecv{}, early: map[uint64]error{}}
+		recvs: map[uint64]*peerRecv{}, early: map[uint64]error{},
+		watch: map[uint64]*ofi.Peer{}, dropped: map[uint64]struct{}{}}
 	var err error
 	if c.fab, err = ofi.OpenFabric(cd.list.Infos[0]); err != nil {
 		return nil, err
@@ -305,6 +316,9 @@ func (c *peerCore) Write(id, flags, n, data, tag, src uint64) {
 			return
 		}
 		placed, err := c.landed(p, n)
+		if err == nil {
+			e.stats[kindNet].rxByPeer++
+		}
 		e.complete(p.r, p.src, max(p.size, n), placed, hdr, p.kind, kindNet, err)
 		return
 	}
@@ -352,6 +366,8 @@ func (c *peerCore) WriteErr(id, flags, n, data, tag uint64, errno, provErr int, 
 		}
 		if fi.Errno(errno) != fi.ETRUNC {
 			err = fi.Wrap(fi.Errno(errno), "peer core receive failed (prov_errno %d)", provErr)
+		} else {
+			e.stats[kindNet].rxByPeer++
 		}
 		e.complete(p.r, p.src, size, n, hdr, p.kind, kindNet, err)
 		return
@@ -362,6 +378,14 @@ func (c *peerCore) WriteErr(id, flags, n, data, tag uint64, errno, provErr int, 
 // sendDone completes send id, or keeps its result for Send when the core
 // wrote it inside the send call (before Send recorded it).
 func (c *peerCore) sendDone(id uint64, err error) {
+	if _, ok := c.dropped[id]; ok {
+		delete(c.dropped, id) // failed already (peerGone)
+		return
+	}
+	if p, ok := c.watch[id]; ok {
+		delete(c.watch, id)
+		p.Transport().Unwatch(p)
+	}
 	if _, ok := c.e.sends[id]; ok {
 		c.e.onSendDone(id, err)
 		return
@@ -369,9 +393,33 @@ func (c *peerCore) sendDone(id uint64, err error) {
 	c.early[id] = err
 }
 
+// peerGone (the side transport's Config.OnError, inside its Poll, e
+// locked): a peer declared gone fails the sends the core holds for it.
+// The core may still write their completions (dropped).
+func (c *peerCore) peerGone(src uint64, err error) {
+	if src == 0 || !errors.Is(err, ofi.ErrPeerGone) {
+		return
+	}
+	for id, p := range c.watch {
+		if p.ID() != src {
+			continue
+		}
+		delete(c.watch, id)
+		c.dropped[id] = struct{}{}
+		c.gone++
+		c.e.onSendDone(id, err)
+	}
+}
+
 // send sends one message to the core fi_addr dest; done: it needs no
 // completion (an inject, or one the core wrote inside the call).
-func (c *peerCore) send(dest uint64, tagged bool, hdr msgHdr, iovs [][]byte, inject bool, id uint64) (bool, error) {
+//
+// side, if not nil, is the peer on the side transport, which watches it
+// while the send is in the core (peerGone).
+func (c *peerCore) send(dest uint64, side *ofi.Peer, tagged bool, hdr msgHdr, iovs [][]byte, inject bool, id uint64) (bool, error) {
+	if side != nil && side.Gone() {
+		return false, fi.Wrap(fi.EIO, "peer is gone (its side transport stopped answering)")
+	}
 	var bases [peerep.MaxIov]unsafe.Pointer
 	var lens [peerep.MaxIov]uint64
 	if len(iovs) > peerep.MaxIov {
@@ -403,6 +451,10 @@ func (c *peerCore) send(dest uint64, tagged bool, hdr msgHdr, iovs [][]byte, inj
 			delete(c.early, id)
 			return true, eerr
 		}
+		if side != nil {
+			c.watch[id] = side
+			side.Transport().Watch(side)
+		}
 	}
 	return done, nil
 }
@@ -412,8 +464,12 @@ func (c *peerCore) writeStats(w io.Writer) {
 	if c.sends+c.injects+c.expected+c.started+c.unexpected == 0 {
 		return
 	}
-	fmt.Fprintf(w, "lnx: pid %d link %s peer API: sends %d, injects %d, receives matched on arrival %d, unexpected %d (started %d)\n",
-		os.Getpid(), c.e.Domain.Link.Name(), c.sends, c.injects, c.expected, c.unexpected, c.started)
+	var gone string
+	if c.gone > 0 {
+		gone = fmt.Sprintf(", %d sends failed for a peer gone", c.gone)
+	}
+	fmt.Fprintf(w, "lnx: pid %d link %s peer API: sends %d, injects %d, receives matched on arrival %d, unexpected %d (started %d)%s\n",
+		os.Getpid(), c.e.Domain.Link.Name(), c.sends, c.injects, c.expected, c.unexpected, c.started, gone)
 }
 
 func unsafeSliceData(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }

@@ -140,6 +140,17 @@ func peerAddrsOf(a *Addr) [][]byte {
 	return out
 }
 
+// sideAddrOf returns the address blob of the transport a peer opened
+// beside its peer-API core (coreSide), if any.
+func sideAddrOf(a *Addr) ([]byte, bool) {
+	for _, c := range a.Cores {
+		if c.Kind == coreSide {
+			return c.Raw, true
+		}
+	}
+	return nil, false
+}
+
 // netIDsOf returns the transport ids of a peer's network cores (peer-API
 // ones included: their blobs carry an id too, by which an arrival's
 // sender is found in the AV).

@@ -4,6 +4,7 @@ package lnx
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"syscall"
@@ -224,8 +225,11 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 		if err == nil {
 			e.peer = pc
 			e.addCore(pc)
-			d.get()
-			return e, nil
+			if err = e.openSide(d.cores[0], pc); err == nil {
+				d.get()
+				return e, nil
+			}
+			e.closePeerPath()
 		}
 		logging.Warnf(logging.EPCtrl, "link %s: peer API not taken, using the transport adapter: %v", d.Link.Name(), err)
 	}
@@ -248,6 +252,53 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	}
 	d.get()
 	return e, nil
+}
+
+// openSide opens the transport beside peer core pc, on the domain lnx
+// registers the application's MRs with (pc has a domain of its own): the
+// peer core carries the messages, the transport one-sided operations
+// (rma.go, rma_native.go: requests the target executes, and the core's
+// own RMA with its MR keys) and the probes that find a peer dead while
+// the peer core waits for it (peerCore.watch). It has pc's id, so that
+// one id names a peer on both, and lnx's address carries it packed
+// against pc's (coreSide); an address that does not fit then fails the
+// peer path (the caller falls back to the adapter).
+func (e *Endpoint) openSide(cd *coreDomain, pc *peerCore) error {
+	id, err := ofi.AddrID(pc.blob)
+	if err != nil {
+		return err
+	}
+	if name, _ := ofi.AddrName(pc.blob); e.shm != nil && !ofi.IsSockAddr(name) {
+		// libfabric shm's names grow with the pid: beside lnx's shm,
+		// whether both fit would differ from one process to the next,
+		// and two processes must take the same path.
+		return errors.New("no room for a side transport beside lnx's shm and a core name of varying length (libfabric shm) in lnx's 64-byte address")
+	}
+	cfg := e.Domain.cfg
+	t, err := cd.dom.OpenTransport(ofi.Config{ID: id, PeerTimeout: cfg.PeerTimeout,
+		Credits: cfg.NetCredits, NoRead: !cfg.NetRead, OnError: pc.peerGone})
+	if err != nil {
+		return fmt.Errorf("side transport: %w", err)
+	}
+	e.nets = append(e.nets, t)
+	e.addCore(&netCore{e: e, t: t, arrive: e.netArrival(t, 0), side: true})
+	if _, err := e.Name(); err != nil {
+		return fmt.Errorf("address with the side transport: %w", err)
+	}
+	return nil
+}
+
+// closePeerPath closes what OpenEndpoint opened for the peer path, the
+// shm core excepted, before it falls back to the adapter.
+func (e *Endpoint) closePeerPath() {
+	for i := len(e.cores) - 1; i >= 0; i-- {
+		switch c := e.cores[i].(type) {
+		case *peerCore, *netCore:
+			_ = c.close()
+			e.cores = slices.Delete(e.cores, i, i+1)
+		}
+	}
+	e.peer, e.nets = nil, nil
 }
 
 // addCore appends c to the endpoint's cores, keeping the cores polled on

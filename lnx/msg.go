@@ -239,7 +239,7 @@ func (e *Endpoint) Send(op *Op) error {
 		again = errors.Is(err, shm.ErrAgain)
 	} else if rt.peer {
 		// The core's own protocols, the application's tag and CQ data.
-		done, err = e.peer.send(rt.pfa, op.Tagged, hdr, iovs[:niov], flags&fi.INJECT != 0, id)
+		done, err = e.peer.send(rt.pfa, rt.net, op.Tagged, hdr, iovs[:niov], flags&fi.INJECT != 0, id)
 		again = errors.Is(err, peerep.ErrAgain)
 		e.netBusy()
 	} else {
@@ -386,8 +386,13 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 		}
 		// Same node id but shm cannot reach the peer: a private /dev/shm
 		// (separate mount namespaces), another PID namespace, a region
-		// that is gone. A network core both addresses carry still can.
-		if len(netAddrsOf(ent.addr)) == 0 || len(e.nets) == 0 {
+		// that is gone. A network core both addresses carry still can
+		// (a peer-API core, on the peer path).
+		reach := len(netAddrsOf(ent.addr)) > 0 && len(e.nets) > 0
+		if e.peer != nil {
+			reach = len(peerAddrsOf(ent.addr)) > 0
+		}
+		if !reach {
 			return nil, fi.Wrap(fi.EHOSTUNREACH, "shm connect to %d: %v", addr, err)
 		}
 		logging.Warnf(logging.EPData, "peer %d on this node is not reachable over shm (%v); using the network core", addr, err)
@@ -404,6 +409,16 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 			return nil, fi.Wrap(fi.EHOSTUNREACH, "peer core insert of %d: %v", addr, err)
 		}
 		rt := &route{kind: kindNet, peer: true, pfa: fa}
+		// The peer's side transport (ep.go, openSide): one-sided
+		// operations, and the probes that find it dead while the
+		// peer core waits for it. A node/service address has none.
+		if side, ok := sideAddrOf(ent.addr); ok && len(e.nets) > 0 {
+			p, err := e.nets[0].Connect(side)
+			if err != nil {
+				return nil, fi.Wrap(fi.EHOSTUNREACH, "side transport connect to %d: %v", addr, err)
+			}
+			rt.rail = rail{e.nets[0], p, 0}
+		}
 		e.routes[addr] = rt
 		return rt, nil
 	}

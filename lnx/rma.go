@@ -320,8 +320,11 @@ func (e *Endpoint) rmaStart(op *RMAOp, flags, size uint64, dev bool, kinds *[Max
 	if err != nil {
 		return err
 	}
-	if rt.peer {
-		return fi.Wrap(fi.EOPNOTSUPP, "one-sided operations over a peer-API core are not wired yet")
+	if rt.peer && rt.net == nil {
+		// A peer-API core's one-sided operations go over the side
+		// transport beside it (ep.go, openSide), which a node/service
+		// address does not name.
+		return fi.Wrap(fi.EOPNOTSUPP, "peer %d has no side transport address for one-sided operations (a node/service address)", op.Addr)
 	}
 	p := rmaPeer{shm: rt.shm}
 	if rt.shm == nil {

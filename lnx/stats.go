@@ -20,6 +20,7 @@ type coreStats struct {
 	txMsgs, txBytes, rxMsgs, rxBytes, errors uint64
 	reordered                                uint64 // PER_MSG arrivals held back for an earlier one
 	rxByC                                    uint64 // of rxMsgs, those lnx's C layer completed (armed receives)
+	rxByPeer                                 uint64 // of rxMsgs, those a peer-API core placed and completed (core_peer.go)
 	// One-sided operations this endpoint initiated over the core (and
 	// the bytes they address at the target), and requests it executed
 	// as a target.
@@ -55,6 +56,11 @@ func (e *Endpoint) dumpStats(w io.Writer) {
 		var byC string
 		if s.rxByC > 0 {
 			byC = fmt.Sprintf(", %d received in C", s.rxByC)
+		}
+		if s.rxByPeer > 0 {
+			// The core matched through lnx's callbacks and completed
+			// them: C completes none on the peer path (core_peer.go).
+			byC += fmt.Sprintf(", %d received through the peer API", s.rxByPeer)
 		}
 		fmt.Fprintf(w, "lnx: pid %d link %s core %s: tx %d msgs %d bytes, rx %d msgs %d bytes, %d errors, %d reordered%s%s\n",
 			os.Getpid(), e.Domain.Link.Name(), names[k], s.txMsgs, s.txBytes, s.rxMsgs, s.rxBytes, s.errors, s.reordered, byC, rma)

@@ -97,3 +97,66 @@ func TestDescribeAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestPackSide: a transport opened with another endpoint's id (Config.ID)
+// packs against that endpoint's blob into a few bytes (the port of an
+// IPv4 name, the index of a libfabric shm name), unpacks to its own blob,
+// and a peer reaches it through the unpacked blob.
+func TestPackSide(t *testing.T) {
+	base := openT(t, testCfg)
+	cfg := testCfg
+	cfg.ID = base.ID()
+	side, peer := openT(t, cfg), openT(t, testCfg)
+	if side.ID() != base.ID() {
+		t.Fatalf("side id %x, want the base's %x", side.ID(), base.ID())
+	}
+	p, err := PackSide(base.Addr(), side.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(base.name) == inetLen && len(p) > sideHdr+2 {
+		t.Errorf("side of an IPv4 name packs into %d bytes, want at most %d", len(p), sideHdr+2)
+	}
+	u, err := UnpackSide(base.Addr(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := UnpackAddr(must(PackAddr(side.Addr())))
+	if !bytes.Equal(u, want) {
+		t.Fatalf("unpacked %x, want %x", u, want)
+	}
+	ps, err := peer.Connect(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, rs := newRec(peer), newRec(side)
+	send(t, rp, ps, Hdr{Tag: 9}, [][]byte{[]byte("side")}, 1, rs)
+	pump(t, "arrival", func() bool { return len(rs.arr) == 1 }, rp, rs)
+	if g := rs.arr[0]; g.hdr.Tag != 9 || string(g.data) != "side" {
+		t.Fatalf("got %+v", g)
+	}
+
+	// Names that share nothing, and malformed input.
+	a := encodeAddr(5, 4096, 8, []byte("fi_shm://12:0:3\x00"))
+	b := encodeAddr(5, 4096, 8, []byte("fi_shm://12:0:14\x00"))
+	if p, err := PackSide(a, b); err != nil || len(p) != sideHdr+2 {
+		t.Fatalf("shm names: %x, %v", p, err)
+	} else if u, err := UnpackSide(a, p); err != nil || !bytes.Equal(u, b) {
+		t.Fatalf("shm names: unpacked %q, %v", u, err)
+	}
+	if _, err := PackSide(a, encodeAddr(6, 0, 0, []byte("x"))); !errors.Is(err, ErrBadAddr) {
+		t.Errorf("ids differ: %v", err)
+	}
+	for _, bad := range [][]byte{nil, {0, 0, 200, 0}, {0, 0, 0, 200}} {
+		if _, err := UnpackSide(a, bad); !errors.Is(err, ErrBadAddr) {
+			t.Errorf("UnpackSide(%x): %v", bad, err)
+		}
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -65,6 +65,13 @@ func (t *Transport) listening(p *Peer) int {
 	return peerCheckPending
 }
 
+// IsSockAddr reports whether a core name is an IP socket address (tcp's),
+// whose length does not vary from one process to the next.
+func IsSockAddr(name []byte) bool {
+	_, ok := sockAddr(name)
+	return ok
+}
+
 // sockAddr decodes a core address that is a struct sockaddr_in or
 // sockaddr_in6 (tcp's fi_getname).
 func sockAddr(b []byte) (netip.AddrPort, bool) {

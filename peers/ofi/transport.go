@@ -49,6 +49,12 @@ type Config struct {
 	// NamedAddr of that address names it.
 	SrcName []byte
 
+	// ID, if not 0, is the transport's id (at most 56 bits): lnx gives a
+	// transport beside a peer-API core the core's id, so that one id
+	// names the peer on both and its address can be packed against the
+	// core's (PackSide). It takes precedence over SrcName's.
+	ID uint64
+
 	// AddrFormat, if not 0, prefers the core's fi_info with this address
 	// format (AddrFormatInet6 for IPv6 on a dual-stack interface); Open
 	// only.
@@ -286,6 +292,9 @@ type Peer struct {
 
 // ID returns the peer's transport id.
 func (p *Peer) ID() uint64 { return p.id }
+
+// Transport returns the transport p belongs to.
+func (p *Peer) Transport() *Transport { return p.t }
 
 // EagerMax returns the largest payload sent eagerly to this peer.
 func (p *Peer) EagerMax() int { return int(p.eagerMax) }
@@ -534,6 +543,9 @@ func newTransport(d *Domain, cfg Config) (*Transport, error) {
 	t.te = !cfg.NoTaggedEager && cfg.SplitMax > cfg.EagerMax && k.cqData() >= 8 && !shmTagBug(d)
 	if cfg.SrcName != nil {
 		t.id = NameID(name)
+	}
+	if cfg.ID != 0 {
+		t.id = cfg.ID & (1<<idBits - 1)
 	}
 	for t.id == 0 {
 		var b [8]byte

@@ -308,3 +308,62 @@ func DescribeAddr(blob []byte) string {
 // no eager limit and no credit window. PackAddr, UnpackAddr, AddrID and
 // AddrName take it like a transport's.
 func EncodeAddr(id uint64, name []byte) []byte { return encodeAddr(id, 0, 0, name) }
+
+// Side addresses. A transport opened beside a peer-API core endpoint of
+// the same provider (lnx carries its one-sided operations and liveness
+// probes over it) has the core's id (Config.ID), and its core name
+// differs from the peer core's in a few bytes (a port, an endpoint
+// index), so that lnx's 64-byte address can carry both: PackSide writes
+// the side blob against the base blob as
+//
+//	[0] EagerMax in units of 64 bytes, [1] credit window, [2] length of
+//	the name prefix the two share, [3] length of the suffix they share
+//	(after that prefix), then the side name's bytes between them
+//
+// and UnpackSide restores it from the same base blob.
+const sideHdr = 4
+
+// PackSide packs side against base (both address blobs with one id).
+func PackSide(base, side []byte) ([]byte, error) {
+	b, err := parseAddr(base)
+	if err != nil {
+		return nil, err
+	}
+	s, err := parseAddr(side)
+	if err != nil {
+		return nil, err
+	}
+	if b.id != s.id {
+		return nil, fmt.Errorf("%w: side id %016x differs from the base's %016x", ErrBadAddr, s.id, b.id)
+	}
+	pre := 0
+	for pre < min(len(b.name), len(s.name), 255) && b.name[pre] == s.name[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < min(len(b.name)-pre, len(s.name)-pre, 255) && b.name[len(b.name)-1-suf] == s.name[len(s.name)-1-suf] {
+		suf++
+	}
+	p := []byte{uint8(min(s.eagerMax/eagerQ, 255)), s.window, uint8(pre), uint8(suf)}
+	return append(p, s.name[pre:len(s.name)-suf]...), nil
+}
+
+// UnpackSide restores a blob PackSide packed against base.
+func UnpackSide(base, p []byte) ([]byte, error) {
+	b, err := parseAddr(base)
+	if err != nil {
+		return nil, err
+	}
+	if len(p) < sideHdr {
+		return nil, fmt.Errorf("%w: packed side address of %d bytes", ErrBadAddr, len(p))
+	}
+	pre, suf := int(p[2]), int(p[3])
+	if pre+suf > len(b.name) {
+		return nil, fmt.Errorf("%w: side address shares %d+%d bytes of a %d-byte name", ErrBadAddr, pre, suf, len(b.name))
+	}
+	name := append(append(append([]byte(nil), b.name[:pre]...), p[sideHdr:]...), b.name[len(b.name)-suf:]...)
+	if len(name) == 0 || len(name) > maxNameLen {
+		return nil, fmt.Errorf("%w: side name of %d bytes", ErrBadAddr, len(name))
+	}
+	return encodeAddr(b.id, int(p[0])*eagerQ, int(p[1]), name), nil
+}
