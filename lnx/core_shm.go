@@ -96,15 +96,29 @@ func (c *shmCore) lend(a *armMem, _ uint64) bool {
 // takeBack adopts the ring positions C consumed up to.
 func (c *shmCore) takeBack(heads []uint64) { c.ep.Resync(heads) }
 
-// shmAddrOf returns the shm core's address inside an lnx address.
-func shmAddrOf(a *Addr) ([]byte, bool) {
+// coreAddrs returns the blobs of a's cores of one kind, in link order.
+func coreAddrs(a *Addr, kind byte) [][]byte {
+	var out [][]byte
 	for _, c := range a.Cores {
-		if c.Kind == coreShm {
+		if c.Kind == kind {
+			out = append(out, c.Raw)
+		}
+	}
+	return out
+}
+
+// coreAddr returns the blob of a's first core of one kind, if any.
+func coreAddr(a *Addr, kind byte) ([]byte, bool) {
+	for _, c := range a.Cores {
+		if c.Kind == kind {
 			return c.Raw, true
 		}
 	}
 	return nil, false
 }
+
+// shmAddrOf returns the shm core's address inside an lnx address.
+func shmAddrOf(a *Addr) ([]byte, bool) { return coreAddr(a, coreShm) }
 
 // shmIDOf returns the shm endpoint id carried in a peer address, which is
 // how an arriving message is traced back to its fi_addr.
@@ -119,37 +133,14 @@ func shmIDOf(a *Addr) (uint64, bool) {
 
 // netAddrsOf returns the network cores' addresses inside an lnx address,
 // in link order.
-func netAddrsOf(a *Addr) [][]byte {
-	var out [][]byte
-	for _, c := range a.Cores {
-		if c.Kind == coreOFI {
-			out = append(out, c.Raw)
-		}
-	}
-	return out
-}
+func netAddrsOf(a *Addr) [][]byte { return coreAddrs(a, coreOFI) }
 
 // peerAddrsOf returns the address blobs of a peer's peer-API cores.
-func peerAddrsOf(a *Addr) [][]byte {
-	var out [][]byte
-	for _, c := range a.Cores {
-		if c.Kind == corePeer {
-			out = append(out, c.Raw)
-		}
-	}
-	return out
-}
+func peerAddrsOf(a *Addr) [][]byte { return coreAddrs(a, corePeer) }
 
 // sideAddrOf returns the address blob of the transport a peer opened
 // beside its peer-API core (coreSide), if any.
-func sideAddrOf(a *Addr) ([]byte, bool) {
-	for _, c := range a.Cores {
-		if c.Kind == coreSide {
-			return c.Raw, true
-		}
-	}
-	return nil, false
-}
+func sideAddrOf(a *Addr) ([]byte, bool) { return coreAddr(a, coreSide) }
 
 // netIDsOf returns the transport ids of a peer's network cores (peer-API
 // ones included: their blobs carry an id too, by which an arrival's
