@@ -97,7 +97,7 @@ static int lnx_arm_take_net(struct lnx_arm *a, int serial, int budget)
 }
 
 /* lnx_arm_ready reports whether a lent ring may hold a record, without
- * the arm lock (g->readers held, lent seen): a head another reader is
+ * the arm lock (lnx_readers_in, lent seen): a head another reader is
  * advancing under the lock reads as a record that is there, and the locked
  * pass looks again. */
 static int lnx_arm_ready(const struct lnx_arm *a)
@@ -134,8 +134,7 @@ int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 	/* readers: an endpoint leaving clears arm and waits for us (quiesce)
 	 * before its memory goes; in a serial domain it cannot leave while we
 	 * read. */
-	if (!serial)
-		__atomic_fetch_add(&g->readers, 1, __ATOMIC_SEQ_CST);
+	lnx_readers_in(g, serial);
 	struct lnx_arm *a = (struct lnx_arm *)__atomic_load_n(&g->arm, __ATOMIC_SEQ_CST);
 	int done = 0, go = 0;
 	if (!a || !__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE))
@@ -194,7 +193,6 @@ int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 unlock:
 	lnx_unlock(&a->lock, serial);
 out:
-	if (!serial)
-		__atomic_fetch_sub(&g->readers, 1, __ATOMIC_RELEASE);
+	lnx_readers_out(g, serial);
 	return done ? done : go ? LNX_ARM_GO : 0;
 }

@@ -18,7 +18,7 @@ static uint64_t lnx_mono_ns(void)
 }
 
 /* lnx_gate_quiet: no watched word changed and Go is not rewriting them
- * (g->readers held). */
+ * (lnx_readers_in). */
 static int lnx_gate_quiet(struct lnx_gate *g)
 {
 	int idle = 0;
@@ -69,11 +69,9 @@ int lnx_cq_idle(struct lnx_gate *g, int serial)
 {
 	if (!lnx_gate_due(g))
 		return 0;
-	if (!serial)
-		__atomic_fetch_add(&g->readers, 1, __ATOMIC_SEQ_CST);
+	lnx_readers_in(g, serial);
 	int idle = lnx_gate_quiet(g);
-	if (!serial)
-		__atomic_fetch_sub(&g->readers, 1, __ATOMIC_RELEASE);
+	lnx_readers_out(g, serial);
 	if (idle)
 		g->idle++; /* a hint only: racing threads may lose counts */
 	return idle;

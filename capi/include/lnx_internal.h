@@ -82,6 +82,18 @@ static inline int lnx_trylock(uint32_t *l, int serial)
 {
 	return serial || !__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE);
 }
+/* A gate's readers count (struct lnx_gate): C scanning what an endpoint
+ * leaving, or Go unmapping a region, waits out; a serial domain needs none. */
+static inline void lnx_readers_in(struct lnx_gate *g, int serial)
+{
+	if (!serial)
+		__atomic_fetch_add(&g->readers, 1, __ATOMIC_SEQ_CST);
+}
+static inline void lnx_readers_out(struct lnx_gate *g, int serial)
+{
+	if (!serial)
+		__atomic_fetch_sub(&g->readers, 1, __ATOMIC_RELEASE);
+}
 static inline int lnx_serial(const uint32_t *serial)
 {
 	return serial && __atomic_load_n(serial, __ATOMIC_RELAXED);
