@@ -15,11 +15,13 @@ package ofi
 // filter (e.g. FI_PROVIDER=lnx) hides from applications.
 #define LNX_GETINFO_HIDDEN (1ULL << 60)
 
-static struct fi_info *lnx_core_hints(const char *prov, const char *dom, uint64_t caps, uint64_t mode) {
+static struct fi_info *lnx_core_hints(const char *prov, const char *dom, uint64_t caps, uint64_t mode,
+				       size_t inject) {
 	struct fi_info *h = fi_allocinfo();
 	if (!h) return NULL;
 	h->caps = caps;
 	h->mode = mode;
+	h->tx_attr->inject_size = inject;
 	h->ep_attr->type = FI_EP_RDM;
 	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	h->fabric_attr->prov_name = strdup(prov);
@@ -28,8 +30,8 @@ static struct fi_info *lnx_core_hints(const char *prov, const char *dom, uint64_
 }
 
 static int lnx_core_getinfo(uint32_t version, const char *prov, const char *dom, uint64_t caps,
-			    uint64_t mode, struct fi_info **out) {
-	struct fi_info *h = lnx_core_hints(prov, dom, caps, mode);
+			    uint64_t mode, size_t inject, struct fi_info **out) {
+	struct fi_info *h = lnx_core_hints(prov, dom, caps, mode, inject);
 	if (!h) return -FI_ENOMEM;
 	int ret = fi_getinfo(version, NULL, NULL, LNX_GETINFO_HIDDEN, h, out);
 	fi_freeinfo(h);
@@ -69,6 +71,10 @@ const rmaCaps = fi.RMA | fi.READ | fi.REMOTE_READ
 // writeCaps let lnx carry one-sided writes on the core (tp_rma.go).
 const writeCaps = fi.RMA | fi.WRITE | fi.REMOTE_WRITE
 
+// WantInject is the inject size lnx asks of a core: its eager header
+// and 4096 bytes of payload, lnx's least inject size for a link.
+const WantInject = hdrEager + 4096
+
 // CoreModes are the mode bits lnx can honour when it drives a core: it
 // always passes a context area of its own.
 const CoreModes = fi.CONTEXT | fi.CONTEXT2
@@ -94,12 +100,27 @@ func GetInfo(version uint32, prov, domain string, caps uint64) (*List, error) {
 	// from the sender's buffer where it can); a core without them still
 	// serves, with the CTS rendezvous.
 	// Writes as well where the core has them (lnx's one-sided writes).
-	ret := C.lnx_core_getinfo(C.uint32_t(version), cprov, cdom, C.uint64_t(caps|rmaCaps|writeCaps), C.uint64_t(CoreModes), &head)
-	if ret == -C.FI_ENODATA {
-		ret = C.lnx_core_getinfo(C.uint32_t(version), cprov, cdom, C.uint64_t(caps|rmaCaps), C.uint64_t(CoreModes), &head)
+	getinfo := func(caps uint64, inject int) C.int {
+		return C.lnx_core_getinfo(C.uint32_t(version), cprov, cdom, C.uint64_t(caps), C.uint64_t(CoreModes),
+			C.size_t(inject), &head)
 	}
-	if ret == -C.FI_ENODATA {
-		ret = C.lnx_core_getinfo(C.uint32_t(version), cprov, cdom, C.uint64_t(caps), C.uint64_t(CoreModes), &head)
+	var ret C.int
+	for _, c := range []uint64{caps | rmaCaps | writeCaps, caps | rmaCaps, caps} {
+		if caps, ret = c, getinfo(c, 0); ret != -C.FI_ENODATA {
+			break
+		}
+	}
+	if ret == 0 {
+		// Then an inject size that holds lnx's eager header and the
+		// link's own inject size: rxm offers 64 bytes unless asked, up
+		// to its 16 KiB buffer if asked, and a message the core injects
+		// costs lnx no completion. A core that cannot keeps its size.
+		first := head
+		if getinfo(caps, WantInject) == 0 {
+			C.fi_freeinfo(first)
+		} else {
+			head = first
+		}
 	}
 	if ret != 0 {
 		return nil, fi.Wrap(fi.Errno(-ret), "core provider %q (domain %q): fi_getinfo: %s", prov, domain, Strerror(int(ret)))

@@ -265,7 +265,8 @@ int lnx_tp_send_eager(void *tp, uint32_t flags, uint64_t tag, uint64_t data, con
 {
 	struct lnx_tp *t = tp;
 	struct lnx_tp_lend *l = &t->lend;
-	uint8_t b[256];
+	/* Room for what lnx asks the core to inject (WantInject in core.go). */
+	uint8_t b[LNX_HDR_EAGER + 4096];
 	size_t total = LNX_HDR_EAGER + len;
 	if (!l->tx_on || total > t->inject || total > sizeof(b) || (l->window && l->credits <= 0))
 		return -1;

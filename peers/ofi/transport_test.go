@@ -747,7 +747,7 @@ func TestOpenConfig(t *testing.T) {
 // one-way latency.
 func TestOneCoreReadPerPoll(t *testing.T) {
 	a, b, ab, _ := pair(t, testCfg)
-	payload := make([]byte, 100) // above the inject size: a send completion too
+	payload := make([]byte, a.t.inject+1) // above the inject size: a send completion too
 	for i := 0; i < 20; i++ {
 		n0 := len(b.arr)
 		send(t, a, ab, Hdr{Tag: uint64(i)}, [][]byte{payload}, uint64(i), b)
@@ -764,6 +764,29 @@ func TestOneCoreReadPerPoll(t *testing.T) {
 				t.Fatalf("message %d: no arrival", i)
 			}
 		}
+	}
+}
+
+// TestInjectsLinkInjectSize: lnx asks the core for an inject size that
+// holds its header and 4096 bytes (rxm offers 64 unless asked), so an
+// eager message of up to 4096 bytes is one core inject: Send is done at
+// once, and nothing waits for a core completion.
+func TestInjectsLinkInjectSize(t *testing.T) {
+	a, b, ab, _ := pair(t, testCfg)
+	for i, n := range []int{1, 64, 1000, 4096} {
+		payload := make([]byte, n)
+		fill(payload, int64(n))
+		if done := send(t, a, ab, Hdr{Tag: uint64(n), Data: uint64(i)}, [][]byte{payload}, uint64(i), b); !done {
+			t.Fatalf("%d bytes: Send not done at once (core inject size %d)", n, a.t.inject)
+		}
+		pump(t, "arrival", func() bool { return len(b.arr) == i+1 }, a, b)
+		if g := b.arr[i]; g.hdr.Tag != uint64(n) || g.hdr.Data != uint64(i) || !bytes.Equal(g.data, payload) {
+			t.Fatalf("%d bytes: arrival tag %d data %d, payload intact %v", n, g.hdr.Tag, g.hdr.Data,
+				bytes.Equal(g.data, payload))
+		}
+	}
+	if s := a.t.Stats(); s.Injected != 4 || s.EagerSends != 0 {
+		t.Fatalf("sender stats %+v: want 4 injected, no eager sends with a completion", s)
 	}
 }
 
