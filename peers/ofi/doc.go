@@ -49,9 +49,10 @@
 //     straight from the caller's pieces (header + up to iov_limit-1 pieces;
 //     more pieces are staged into C memory). Send returns done=false and
 //     Poll reports onSendDone when the core send completes. If header and
-//     payload fit the core's inject size (64 bytes on rxm, so payloads up
-//     to 24 bytes) the message goes with fi_inject and Send returns
-//     done=true with no onSendDone.
+//     payload fit the core's inject size the message goes with fi_inject
+//     and Send returns done=true with no onSendDone. GetInfo asks the core
+//     for WantInject (the header and 4096 bytes); rxm grants it (its own
+//     default is 64 bytes), libfabric's shm keeps its 4096.
 //   - RTS (larger messages): the eager header plus size and a cookie naming
 //     the sender's slot, plus the sender's address blob (so a receiver that
 //     never Connected can answer). The sender keeps the user buffers.
