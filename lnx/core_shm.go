@@ -87,14 +87,21 @@ func (c *shmCore) lend(a *armMem, _ uint64) bool {
 			return false
 		}
 		a.r[i] = armRing{ring: uintptr(v.Ring), mask: v.Mask, size: v.Size, salt: v.Salt, eagerMax: v.EagerMax,
-			head: v.Head, fwdHead: uintptr(unsafe.Pointer(v.FwdHead)), src: src}
+			head: v.Head, fwdHead: uintptr(unsafe.Pointer(v.FwdHead)), src: src,
+			ack: uintptr(v.Ack), ackMask: v.AckMask, ackTail: v.AckTail,
+			ackHead: uintptr(unsafe.Pointer(v.AckHead)), pid: uint64(v.Pid)}
+		if v.CMA && v.Pid > 0 {
+			a.r[i].cma = 1
+		}
 	}
 	a.nrings = uint32(n)
 	return true
 }
 
-// takeBack adopts the ring positions C consumed up to.
-func (c *shmCore) takeBack(heads []uint64) { c.ep.Resync(heads) }
+// takeBack adopts the ring positions C consumed up to, and the ack ring
+// positions after the rendezvous records it acknowledged (disarm copied
+// them to armAcks beside heads).
+func (c *shmCore) takeBack(heads []uint64) { c.ep.ResyncAcks(heads, c.e.armAcks[:len(heads)]) }
 
 // coreAddrs returns the blobs of a's cores of one kind, in link order.
 func coreAddrs(a *Addr, kind byte) [][]byte {
