@@ -12,13 +12,16 @@ import (
 )
 
 // shmConfig is the geometry of the endpoint's shm core. Messages of up
-// to 16 KiB go eager, copied through the ring by sender and receiver, both
-// in C; larger ones by rendezvous (one process_vm_readv, in Go). At 8-16
-// KiB the two copies cost less than the rendezvous' round trip and calls
-// into Go: an MPI ping-pong of 8 KiB took 4.7 us by rendezvous and 1.9 us
-// eager, ob1 + vader 2.4 us (docs/performance.md). A 128 KiB ring holds
-// seven such messages in flight; each sender to the endpoint has a ring.
-var shmConfig = shm.Config{RingBytes: 128 << 10, EagerMax: 16 << 10}
+// to 8 KiB go eager, copied through the ring by sender and receiver, both
+// in C; larger ones by rendezvous: one process_vm_readv by the receiver,
+// in C too when the receive is armed (lnx_arm_rndv), else in Go. At 8
+// KiB the two copies (and the sender's mincore) still beat the
+// rendezvous' round trip; at 16 KiB the single copy wins: an MPI
+// ping-pong of 16 KiB took 3.1-3.2 us by rendezvous and 3.6-3.7 eager,
+// ob1 + vader 2.1-2.2 us (docs/performance.md). A 128 KiB ring holds 15
+// eager messages of 8 KiB in flight; each sender to the endpoint has a
+// ring.
+var shmConfig = shm.Config{RingBytes: 128 << 10, EagerMax: 8 << 10}
 
 // shmCore is the core adapter (core.go) of the endpoint's own
 // shared-memory core. Lent to C, it means the inbound rings: C reads
