@@ -221,11 +221,11 @@ static int lnx_arm_ready(const struct lnx_arm *a)
  * for it, a truncation, a full completion ring) or Go is taking the rings
  * back. The checks mirror lnx.Endpoint.arrive and complete for the case
  * they cover: an eager or shm rendezvous message and the earliest posted
- * receive that takes it whole. With a lent transport, the shm rings come first (as in Go's
- * progress), then the network core's CQ. When it finds the rings empty
- * (and no network core lent) it also answers lnx_cq_idle into *idle (0 or
- * 1; left alone otherwise). serial: the CQ's domain is serial (see
- * lnx_lock).
+ * receive that takes it whole. With a lent transport, the shm rings come
+ * first (as in Go's progress), then the network core's CQ. When it finds
+ * the rings empty (and no network core lent) it also answers lnx_cq_idle
+ * into *idle (0 or 1; left alone otherwise). serial: the CQ's domain is
+ * serial (see lnx_lock).
  */
 int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 {
