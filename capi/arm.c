@@ -5,7 +5,11 @@
  * rings and the network transport lent with them, without a call into Go.
  * Go's side is lnx/arm.go.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* process_vm_readv */
+#endif
 #include <string.h>
+#include <sys/uio.h>
 #include "lnx_capi.h"
 #include "lnx_internal.h"
 #include "lnx_tp_lend.h"
@@ -69,6 +73,101 @@ static void lnx_arm_done(struct lnx_arm *a, int serial, struct lnx_cring *cr, ui
 	lnx_unlock(&cr->lock, serial);
 }
 
+/* The largest rendezvous message C copies (one process_vm_readv, under
+ * arm.lock, which Go's disarm spins on); larger ones go to Go's Pull. */
+#define LNX_ARM_RNDV_MAX (4ull << 20)
+/* lnx_arm_rndv: the record waits in its ring for a receive (no length of a
+ * record is this large). */
+#define LNX_ARM_WAIT UINT64_MAX
+
+/*
+ * lnx_arm_rndv takes the rendezvous record rec at offset off of ring r
+ * (stamp checked, kind and flags kf; a->lock held) the way shm.Pull and
+ * lnx.Endpoint.deliver would for the earliest posted receive that takes
+ * it: one process_vm_readv of the sender's buffers into the receive's,
+ * an ack in the channel's ack ring, the completion. It returns the
+ * record's length in the ring when it completed the receive, 0 when the
+ * record needs Go, untouched but for the receive's buffer, which Go's Pull
+ * then writes again: no receive takes it whole, CMA is off, or not
+ * permitted, or failed (Go tells why and falls back), a malformed record
+ * (Go reports it), a full ack ring or completion ring. Every field of the
+ * record is read once, and checked as Go's parseRndv checks it, before
+ * use: the sender may write anything there.
+ */
+static uint64_t lnx_arm_rndv(struct lnx_arm *a, int serial, struct lnx_arm_ring *r,
+			     const struct lnx_rec *rec, uint64_t off, uint64_t kf)
+{
+	uint64_t niov = (kf >> 8) & 0xff, hflags = kf >> 32;
+	if (!r->cma || (kf & LNX_REC_NOCMA) || niov == 0 || niov > LNX_REC_MAX_IOV)
+		return 0;
+	uint64_t need = (LNX_REC_HDR + niov * LNX_REC_IOV + LNX_REC_LINE - 1) &
+			~(uint64_t)(LNX_REC_LINE - 1);
+	if (off + need > r->size)
+		return 0;
+	uint64_t size = __atomic_load_n(&rec->size, __ATOMIC_RELAXED);
+	uint64_t tag = __atomic_load_n(&rec->tag, __ATOMIC_RELAXED);
+	uint64_t data = __atomic_load_n(&rec->data, __ATOMIC_RELAXED);
+	uint64_t cookie = __atomic_load_n(&rec->cookie, __ATOMIC_RELAXED);
+	if (size == 0 || size > LNX_ARM_RNDV_MAX)
+		return 0;
+	int32_t k = lnx_arm_match(a, hflags, tag, r->src);
+	if (k < 0) {
+		/* No receive for it yet. While it is the ring's last record it
+		 * may wait there for one posted in C: nothing behind it is held
+		 * up, and every call into Go (an operation C declines, the
+		 * gate's periodic one) takes the rings back first and delivers
+		 * it as unexpected. A blocking MPI send returns only once its
+		 * rendezvous is acknowledged, so in a ping-pong the reply is
+		 * often here before the receive for it is posted. */
+		const struct lnx_rec *next =
+			(const struct lnx_rec *)(r->ring + ((r->head + need) & r->mask));
+		if (!(hflags & ~(uint64_t)(LNX_HDR_TAGGED | LNX_HDR_DATA)) &&
+		    __atomic_load_n(&next->stamp, __ATOMIC_ACQUIRE) !=
+			    (((r->head + need) ^ r->salt) | 1))
+			return LNX_ARM_WAIT;
+		return 0;
+	}
+	if (size > a->s[k].len)
+		return 0; /* a truncation: Go */
+	struct iovec riov[LNX_REC_MAX_IOV];
+	const uint64_t *body = (const uint64_t *)((const char *)rec + LNX_REC_HDR);
+	uint64_t sum = 0;
+	for (uint64_t i = 0; i < niov; i++) {
+		uint64_t base = __atomic_load_n(&body[2 * i], __ATOMIC_RELAXED);
+		uint64_t len = __atomic_load_n(&body[2 * i + 1], __ATOMIC_RELAXED);
+		/* shm's maxPiece checks (user addresses are below 2^48) */
+		if (len == 0 || len > (1ull << 48) || base > (1ull << 49) || base + len < base)
+			return 0;
+		sum += len;
+		riov[i].iov_base = (void *)(uintptr_t)base;
+		riov[i].iov_len = len;
+	}
+	if (sum != size)
+		return 0;
+	/* Room for the ack: the sender's consumed position is its word, so a
+	 * lie only makes us leave the record to Go, which drops the ack. */
+	uint64_t ack_head = __atomic_load_n((const uint64_t *)r->ack_head, __ATOMIC_ACQUIRE);
+	if (r->ack_tail - ack_head >= r->ack_mask + 1)
+		return 0;
+	struct iovec liov = { .iov_base = a->s[k].buf, .iov_len = size };
+	if (process_vm_readv((pid_t)r->pid, &liov, 1, riov, niov, 0) != (ssize_t)size)
+		return 0;
+	if (!lnx_cring_reserve(a->cring, serial))
+		return 0;
+	struct lnx_ack *ack =
+		(struct lnx_ack *)(r->ack + (r->ack_tail & r->ack_mask) * LNX_ACK_BYTES);
+	ack->cookie = cookie;
+	ack->status = LNX_ACK_OK;
+	ack->n = size;
+	__atomic_store_n(&ack->stamp, r->ack_tail + 1, __ATOMIC_RELEASE);
+	r->ack_tail++;
+	r->head += need;
+	__atomic_store_n((uint64_t *)r->fwd_head, r->head, __ATOMIC_RELEASE);
+	a->pulls++;
+	lnx_arm_done(a, serial, a->cring, (uint32_t)k, 0, hflags, size, data, tag, r->src);
+	return need;
+}
+
 /* lnx_arm_take_net: lnx_arm_take's network part (a->lock held): read the
  * lent transport's core CQ and complete up to budget receives; what C
  * cannot complete stays stashed for Go. Returns the number completed, or
@@ -116,16 +215,17 @@ static int lnx_arm_ready(const struct lnx_arm *a)
 /*
  * lnx_arm_take checks the rings Go lent (struct lnx_arm) for records and
  * completes up to budget receives with them. It returns the number
- * completed; 0 when the rings hold nothing new; LNX_ARM_GO when, before
+ * completed; 0 when the rings hold nothing new (or only a rendezvous
+ * record waiting for its receive, lnx_arm_rndv); LNX_ARM_GO when, before
  * completing any, it found a record that needs Go (another kind, no receive
  * for it, a truncation, a full completion ring) or Go is taking the rings
  * back. The checks mirror lnx.Endpoint.arrive and complete for the case
- * they cover: an eager message and the earliest posted receive that takes
- * it. With a lent transport, the shm rings come first (as in Go's
- * progress), then the network core's CQ. When it finds the rings empty
- * (and no network core lent) it also answers lnx_cq_idle into *idle (0 or
- * 1; left alone otherwise). serial: the CQ's domain is serial (see
- * lnx_lock).
+ * they cover: an eager or shm rendezvous message and the earliest posted
+ * receive that takes it whole. With a lent transport, the shm rings come
+ * first (as in Go's progress), then the network core's CQ. When it finds
+ * the rings empty (and no network core lent) it also answers lnx_cq_idle
+ * into *idle (0 or 1; left alone otherwise). serial: the CQ's domain is
+ * serial (see lnx_lock).
  */
 int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 {
@@ -165,6 +265,17 @@ int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 			uint64_t need = (LNX_REC_HDR + size + LNX_REC_LINE - 1) &
 					~(uint64_t)(LNX_REC_LINE - 1);
 			int32_t k;
+			if ((kf & 0xff) == LNX_REC_RNDV) {
+				uint64_t n = lnx_arm_rndv(a, serial, r, rec, off, kf);
+				if (n == LNX_ARM_WAIT)
+					break; /* the ring's last: the next ring */
+				if (!n) {
+					go = 1;
+					break;
+				}
+				done++;
+				continue;
+			}
 			if ((kf & 0xff) != LNX_REC_EAGER || size > r->eager_max ||
 			    off + need > r->size) {
 				go = 1; /* another kind, or corruption Go reports */

@@ -16,8 +16,10 @@ import (
 // the endpoint has one posted receive, nothing unexpected, and no
 // operation of its own in flight. Go then lends C its inbound rings and
 // that receive (struct lnx_arm), and fi_cq_read checks the rings in C: an
-// eager record the receive takes is copied, consumed and completed there.
-// Anything else (another record, a second message, a mismatch) makes the
+// eager record the receive takes is copied, consumed and completed there,
+// and an shm rendezvous record it takes whole is pulled (one
+// process_vm_readv) and acknowledged there (lnx_arm_rndv; a rendezvous
+// record no receive takes yet may wait in its ring for one). Anything else (another record, a second message, a mismatch) makes the
 // read enter Go, and every entry into Go for the endpoint takes the rings
 // back first (disarm), so Go's view of the rings and queues is whole
 // whenever it runs. Go arms again at the end of a progress call when the
@@ -201,6 +203,7 @@ func (e *Endpoint) disarm() {
 	heads := e.armHeads[:a.nrings]
 	for i := range heads {
 		heads[i] = a.r[i].head
+		e.armAcks[i] = a.r[i].ackTail
 	}
 	a.net = 0
 	for k := range a.doneMsgs {
@@ -209,6 +212,8 @@ func (e *Endpoint) disarm() {
 		e.stats[k].rxByC += a.doneMsgs[k]
 		a.doneMsgs[k], a.doneBytes[k] = 0, 0
 	}
+	e.stats[kindShm].rxRndvByC += a.pulls
+	a.pulls = 0
 	atomic.StoreUint32(&a.lock, 0)
 	for _, c := range e.cores {
 		switch c := c.(type) {

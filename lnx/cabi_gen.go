@@ -95,6 +95,16 @@ type armRing struct {
 	head     uint64  // C advances it while lent; Go reads it back
 	fwdHead  uintptr // Go: uint64_t * the sender reads: consumed position
 	src      uint64  // Go: the sender's fi_addr
+
+	// Rendezvous records C takes (process_vm_readv from pid, then an ack
+	// in the channel's ack ring, struct lnx_ack): cma is 1 when C may read
+	// the sender's memory (0: every rendezvous record goes to Go).
+	ack     uintptr // Go: ack ring base
+	ackMask uint64  // Go: entries - 1
+	ackTail uint64  // C advances it while lent; Go reads it back
+	ackHead uintptr // Go: const volatile uint64_t *: the sender's consumed position
+	pid     uint64  // Go: the sender's pid
+	cma     uint64  // Go
 }
 
 // armSlot mirrors struct lnx_arm_slot: one armed receive (arm.go), in C
@@ -144,6 +154,7 @@ type armMem struct {
 	// takes the rings back.
 	doneMsgs  [2]uint64
 	doneBytes [2]uint64
+	pulls     uint64 // of done_msgs[0], rendezvous messages (lnx_arm_rndv)
 	r         [ArmRings]armRing
 	done      [ArmSlots]byte
 	goDone    [ArmSlots]byte

@@ -12,13 +12,16 @@ import (
 )
 
 // shmConfig is the geometry of the endpoint's shm core. Messages of up
-// to 16 KiB go eager, copied through the ring by sender and receiver, both
-// in C; larger ones by rendezvous (one process_vm_readv, in Go). At 8-16
-// KiB the two copies cost less than the rendezvous' round trip and calls
-// into Go: an MPI ping-pong of 8 KiB took 4.7 us by rendezvous and 1.9 us
-// eager, ob1 + vader 2.4 us (docs/performance.md). A 128 KiB ring holds
-// seven such messages in flight; each sender to the endpoint has a ring.
-var shmConfig = shm.Config{RingBytes: 128 << 10, EagerMax: 16 << 10}
+// to 8 KiB go eager, copied through the ring by sender and receiver, both
+// in C; larger ones by rendezvous: one process_vm_readv by the receiver,
+// in C too when the receive is armed (lnx_arm_rndv), else in Go. At 8
+// KiB the two copies (and the sender's mincore) still beat the
+// rendezvous' round trip; at 16 KiB the single copy wins: an MPI
+// ping-pong of 16 KiB took 3.1-3.2 us by rendezvous and 3.6-3.7 eager,
+// ob1 + vader 2.1-2.2 us (docs/performance.md). A 128 KiB ring holds 15
+// eager messages of 8 KiB in flight; each sender to the endpoint has a
+// ring.
+var shmConfig = shm.Config{RingBytes: 128 << 10, EagerMax: 8 << 10}
 
 // shmCore is the core adapter (core.go) of the endpoint's own
 // shared-memory core. Lent to C, it means the inbound rings: C reads
@@ -87,14 +90,21 @@ func (c *shmCore) lend(a *armMem, _ uint64) bool {
 			return false
 		}
 		a.r[i] = armRing{ring: uintptr(v.Ring), mask: v.Mask, size: v.Size, salt: v.Salt, eagerMax: v.EagerMax,
-			head: v.Head, fwdHead: uintptr(unsafe.Pointer(v.FwdHead)), src: src}
+			head: v.Head, fwdHead: uintptr(unsafe.Pointer(v.FwdHead)), src: src,
+			ack: uintptr(v.Ack), ackMask: v.AckMask, ackTail: v.AckTail,
+			ackHead: uintptr(unsafe.Pointer(v.AckHead)), pid: uint64(v.Pid)}
+		if v.CMA && v.Pid > 0 {
+			a.r[i].cma = 1
+		}
 	}
 	a.nrings = uint32(n)
 	return true
 }
 
-// takeBack adopts the ring positions C consumed up to.
-func (c *shmCore) takeBack(heads []uint64) { c.ep.Resync(heads) }
+// takeBack adopts the ring positions C consumed up to, and the ack ring
+// positions after the rendezvous records it acknowledged (disarm copied
+// them to armAcks beside heads).
+func (c *shmCore) takeBack(heads []uint64) { c.ep.ResyncAcks(heads, c.e.armAcks[:len(heads)]) }
 
 // coreAddrs returns the blobs of a's cores of one kind, in link order.
 func coreAddrs(a *Addr, kind byte) [][]byte {

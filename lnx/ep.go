@@ -162,9 +162,10 @@ type epFast struct {
 	armed        bool
 	armRecs      []*peers.Recv
 	armPend      []queuedRecv
-	// lastBig: the last message to arrive was not eager (a rendezvous, an
-	// IPC handle), which C cannot complete: arm does not lend with no
-	// receive posted then, as the next call into Go would only take back.
+	// lastBig: the last message to arrive was one C cannot complete (a
+	// network rendezvous, an shm one without CMA, an IPC handle): arm
+	// does not lend with no receive posted then, as the next call into Go
+	// would only take back.
 	lastBig bool
 	lastNet *ofi.Peer // the last network sender (nil: unknown), for netCore.lend
 	peer    *peerCore // the link's network core when driven through the peer API (core_peer.go)
@@ -172,6 +173,9 @@ type epFast struct {
 	// core's takeBack. A field, not a local: a local passed through the
 	// core interface would be allocated on every disarm.
 	armHeads [ArmRings]uint64
+	// armAcks: the ack ring positions C left beside armHeads (rendezvous
+	// records C acknowledged), for the shm core's takeBack.
+	armAcks [ArmRings]uint64
 }
 
 // OpenEndpoint opens an endpoint and its core endpoints.

@@ -1113,7 +1113,7 @@ func (e *Endpoint) arrive(src uint64, hdr msgHdr, size uint64, eager []byte, rv 
 		}
 		size = d.size
 	}
-	e.lastBig = !rv.none() || hdr.Flags&hdrIPC != 0
+	e.lastBig = !rv.none() && (rv.shm == nil || !rv.shm.CMA()) || hdr.Flags&hdrIPC != 0
 	tagged := hdr.Flags&hdrTagged != 0
 	q := e.queue(tagged)
 	kind := opKindFlags(tagged)

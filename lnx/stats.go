@@ -20,6 +20,7 @@ type coreStats struct {
 	txMsgs, txBytes, rxMsgs, rxBytes, errors uint64
 	reordered                                uint64 // PER_MSG arrivals held back for an earlier one
 	rxByC                                    uint64 // of rxMsgs, those lnx's C layer completed (armed receives)
+	rxRndvByC                                uint64 // of rxByC, shm rendezvous messages (one process_vm_readv in C)
 	rxByPeer                                 uint64 // of rxMsgs, those a peer-API core placed and completed (core_peer.go)
 	// One-sided operations this endpoint initiated over the core (and
 	// the bytes they address at the target), and requests it executed
@@ -56,6 +57,9 @@ func (e *Endpoint) dumpStats(w io.Writer) {
 		var byC string
 		if s.rxByC > 0 {
 			byC = fmt.Sprintf(", %d received in C", s.rxByC)
+			if s.rxRndvByC > 0 {
+				byC += fmt.Sprintf(" (%d by rendezvous)", s.rxRndvByC)
+			}
 		}
 		if s.rxByPeer > 0 {
 			// The core matched through lnx's callbacks and completed

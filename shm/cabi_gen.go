@@ -40,3 +40,14 @@ type recHdr struct {
 	size   uint64 // payload bytes (eager) or message bytes (rendezvous)
 	cookie uint64 // rendezvous: sender's slot cookie
 }
+
+// ackEnt mirrors struct lnx_ack: an entry of a channel's ack ring (layout.go),
+// in a shm region. See docs/design.md for who writes and reads each word.
+type ackEnt struct {
+	_ structs.HostLayout
+
+	stamp  uint64 // sequence + 1, stored last (release)
+	cookie uint64
+	status uint64
+	n      uint64 // bytes copied
+}

@@ -83,8 +83,10 @@
 //
 // Lend hands the inbound rings to a caller that consumes eager records
 // itself (lnx's C layer, for a receive it already knows the destination
-// of) and Resync takes them back with the positions it reached; Poll must
-// not run in between.
+// of), and rendezvous records too, pulling them with process_vm_readv and
+// writing their acks (RingView), and Resync (ResyncAcks) takes them back
+// with the positions it reached; Poll, Pull and Discard must not run in
+// between.
 //
 // # Thresholds
 //

@@ -160,13 +160,9 @@ type chanCtl struct {
 // The constants C repeats (recHdrSize, lineBytes, recEager, epOpen) are
 // checked against it by cabi_gen_test.go.
 
-// ackEnt is one entry of the reverse (ack) ring; stamp = seq+1.
-type ackEnt struct {
-	stamp  uint64
-	cookie uint64
-	status uint64
-	n      uint64
-}
+// ackEnt (generated, cabi_gen.go, from struct lnx_ack, because lnx's C
+// layer writes acks too) is one entry of the reverse (ack) ring; stamp =
+// seq+1.
 
 var (
 	_ [hdrBytes - unsafe.Sizeof(regionHdr{})]byte

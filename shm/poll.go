@@ -438,6 +438,21 @@ type RingView struct {
 	Head     uint64  // the next record's position
 	FwdHead  *uint64 // where to publish the consumed position (release store)
 	Src      uint64  // the sending endpoint's id
+
+	// A caller may also take rendezvous records while the rings are lent
+	// (lnx's C layer does, for a receive it knows the destination of):
+	// copy the sender's buffers with process_vm_readv from Pid, only if
+	// CMA is true, then acknowledge the record as Pull does, with an
+	// entry (status 0, ackOK) at position AckTail of the ack ring (stamp
+	// AckTail+1 stored last), when fewer than AckMask+1 entries are
+	// unconsumed by the sender (*AckHead). It hands its AckTail back to
+	// Resync.
+	Ack     unsafe.Pointer
+	AckMask uint64
+	AckTail uint64
+	AckHead *uint64
+	Pid     int
+	CMA     bool
 }
 
 // Lend describes the active inbound rings in dst and lends them: until
@@ -457,7 +472,9 @@ func (e *Endpoint) Lend(dst []RingView) (int, bool) {
 			return 0, false
 		}
 		dst[i] = RingView{Ring: r.ring, Mask: r.mask, Size: r.size, Salt: r.salt, EagerMax: r.eagerMax,
-			Head: r.head, FwdHead: &r.ctl.fwdHead, Src: r.owner}
+			Head: r.head, FwdHead: &r.ctl.fwdHead, Src: r.owner,
+			Ack: r.ack, AckMask: r.ackMask, AckTail: r.ackTail, AckHead: &r.ctl.ackHead,
+			Pid: r.proc.pid, CMA: !e.cfg.DisableCMA && !r.noCMA}
 	}
 	e.lent = true
 	return len(e.active), true
@@ -465,8 +482,14 @@ func (e *Endpoint) Lend(dst []RingView) (int, bool) {
 
 // Resync takes back the rings Lend lent; heads[i] is the position the
 // caller consumed ring i (as Lend ordered them) up to and published. Rings
-// past len(heads) were not consumed (nil: none was).
-func (e *Endpoint) Resync(heads []uint64) {
+// past len(heads) were not consumed (nil: none was). Their ack rings are
+// taken back as lent: see ResyncAcks.
+func (e *Endpoint) Resync(heads []uint64) { e.ResyncAcks(heads, nil) }
+
+// ResyncAcks is Resync for a caller that also took rendezvous records:
+// ackTails[i] is ring i's ack ring position after the acks it wrote
+// (RingView.AckTail), for rings before len(ackTails).
+func (e *Endpoint) ResyncAcks(heads, ackTails []uint64) {
 	if !e.lent {
 		return
 	}
@@ -474,6 +497,9 @@ func (e *Endpoint) Resync(heads []uint64) {
 	for i, r := range e.active {
 		if i < len(heads) {
 			r.head, r.pubHead = heads[i], heads[i]
+		}
+		if i < len(ackTails) {
+			r.ackTail = ackTails[i]
 		}
 	}
 }

@@ -84,6 +84,12 @@ func (e *Endpoint) Pull(r *Rendezvous, dst [][]byte) (n uint64, err error) {
 	return n, err
 }
 
+// CMA reports whether Pull would first try process_vm_readv for r (as a
+// caller taking rendezvous records from lent rings may: RingView.CMA).
+func (r *Rendezvous) CMA() bool {
+	return r != nil && r.live && !r.noCMA && !r.ring.noCMA && !r.e.cfg.DisableCMA
+}
+
 // Discard acknowledges a rendezvous message without copying it (a
 // discarded or cancelled receive); the sender's SendDone reports success.
 func (e *Endpoint) Discard(r *Rendezvous) error {

@@ -143,6 +143,23 @@ struct lnx_rec {
 	uint64_t size;	 /* payload bytes (eager) or message bytes (rendezvous) */
 	uint64_t cookie; /* rendezvous: sender's slot cookie */
 };
+/* A rendezvous record (kind LNX_REC_RNDV) carries niov (1..LNX_REC_MAX_IOV)
+ * {address, length} pairs of the sender's buffers after its header;
+ * LNX_REC_NOCMA (an internal flag) asks the receiver not to use CMA. The
+ * receiver acknowledges it with an entry in the channel's ack ring, its
+ * stamp (the entry's sequence number + 1) stored last. */
+#define LNX_REC_RNDV	3
+#define LNX_REC_IOV	16
+#define LNX_REC_MAX_IOV 16
+#define LNX_REC_NOCMA	0x10000
+#define LNX_ACK_OK	0
+#define LNX_ACK_BYTES	32
+struct lnx_ack {
+	uint64_t stamp; /* sequence + 1, stored last (release) */
+	uint64_t cookie;
+	uint64_t status;
+	uint64_t n; /* bytes copied */
+};
 /* lnx's message header flags (lnx/msg.go), carried in kf's top half. */
 #define LNX_HDR_TAGGED 0x1
 #define LNX_HDR_DATA   0x2
@@ -179,9 +196,11 @@ struct lnx_rxq_entry {
  * rings and those receives, in post order. fi_cq_read then checks the
  * rings in C; an eager record is matched against the lent receives as Go
  * would match it (the earliest posted that takes it), copied, consumed and
- * completed in C without entering Go. Anything else on a ring (another
- * kind, no receive for it, a truncation) sends the read to Go, which takes
- * the rings back first. While a network core is busy Go may lend its
+ * completed in C without entering Go, and so is a rendezvous record (one
+ * process_vm_readv, then the ack; a rendezvous record no receive takes yet
+ * may wait in its ring while it is the ring's last). Anything else on a
+ * ring (another kind, no receive for it, a truncation) sends the read to
+ * Go, which takes the rings back first. While a network core is busy Go may lend its
  * transport too (net, lnx_tp_lend.h): C then reads that core's CQ and
  * takes eager messages of the peer net_src names the same way.
  */
@@ -192,6 +211,15 @@ struct lnx_arm_ring {
 	uint64_t head;	    /* C advances it while lent; Go reads it back */
 	uintptr_t fwd_head; /* Go: uint64_t * the sender reads: consumed position */
 	uint64_t src;	    /* Go: the sender's fi_addr */
+	/* Rendezvous records C takes (process_vm_readv from pid, then an ack
+	 * in the channel's ack ring, struct lnx_ack): cma is 1 when C may
+	 * read the sender's memory (0: every rendezvous record goes to Go). */
+	uintptr_t ack;	    /* Go: ack ring base */
+	uint64_t ack_mask;  /* Go: entries - 1 */
+	uint64_t ack_tail;  /* C advances it while lent; Go reads it back */
+	uintptr_t ack_head; /* Go: const volatile uint64_t *: the sender's consumed position */
+	uint64_t pid;	    /* Go: the sender's pid */
+	uint64_t cma;	    /* Go */
 };
 /* An armed receive: one Go lent (go_index is its index in Go's list) or
  * one C posted while lent (go_index is -1). */
@@ -227,6 +255,7 @@ struct lnx_arm {
 	 * under lock; Go adds them to its statistics and clears them when it
 	 * takes the rings back. */
 	uint64_t done_msgs[2], done_bytes[2];
+	uint64_t pulls; /* of done_msgs[0], rendezvous messages (lnx_arm_rndv) */
 	struct lnx_arm_ring r[LNX_ARM_RINGS];
 	uint8_t done[LNX_ARM_SLOTS];
 	uint8_t go_done[LNX_ARM_SLOTS];

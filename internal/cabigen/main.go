@@ -115,10 +115,14 @@ var outputs = []output{
 		structs: []goStruct{
 			{c: "lnx_txslot", name: "TxSlot", export: true, doc: "a peer's send-side ring state (txslot.go), in an anonymous mapping outside the Go heap (txArena)."},
 			{c: "lnx_rec", name: "recHdr", doc: "the header of a forward-ring record (layout.go), in a shm region."},
+			{c: "lnx_ack", name: "ackEnt", doc: "an entry of a channel's ack ring (layout.go), in a shm region."},
 		},
 		checked: []constant{
 			{name: "epOpen", macro: "LNX_SHM_PEER_OPEN"}, {name: "recHdrSize", macro: "LNX_REC_HDR"},
 			{name: "lineBytes", macro: "LNX_REC_LINE"}, {name: "recEager", macro: "LNX_REC_EAGER"},
+			{name: "recRndv", macro: "LNX_REC_RNDV"}, {name: "iovBytes", macro: "LNX_REC_IOV"},
+			{name: "MaxIOV", macro: "LNX_REC_MAX_IOV"}, {name: "rfNoCMA", macro: "LNX_REC_NOCMA"},
+			{name: "ackOK", macro: "LNX_ACK_OK"}, {name: "ackBytes", macro: "LNX_ACK_BYTES"},
 		},
 	},
 	{

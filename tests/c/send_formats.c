@@ -187,7 +187,7 @@ static void check_recv(const struct fi_cq_tagged_entry *e, size_t len, const voi
  * A ping-pong with one receive posted at a time: the case in which lnx
  * lends the receive and its shm rings, or its network transport, to its C
  * layer (armed receive), so that receive completions, too, are written by
- * C, and sends to that peer. Sizes cross the shm eager limit (16 KiB) and
+ * C, and sends to that peer. Sizes cross the shm eager limit (8 KiB) and
  * the network core's inject limit (24 bytes of payload over tcp;ofi_rxm)
  * so that some go through Go; every third message carries CQ data; every
  * fourth round's receive is for any source (its completion must name the
