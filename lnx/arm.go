@@ -19,7 +19,8 @@ import (
 // eager record the receive takes is copied, consumed and completed there,
 // and an shm rendezvous record it takes whole is pulled (one
 // process_vm_readv) and acknowledged there (lnx_arm_rndv; a rendezvous
-// record no receive takes yet may wait in its ring for one). Anything else (another record, a second message, a mismatch) makes the
+// record no receive takes yet may wait in its ring for one). Anything
+// else (another record, a second message, a mismatch) makes the
 // read enter Go, and every entry into Go for the endpoint takes the rings
 // back first (disarm), so Go's view of the rings and queues is whole
 // whenever it runs. Go arms again at the end of a progress call when the
