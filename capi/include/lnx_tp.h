@@ -91,6 +91,9 @@ struct lnx_tp {
 	struct lnx_op *ops;
 	size_t nops;
 	size_t inject, tx_iov, rx_iov, tx_size, cq_data;
+	/* C's eager sends over the lent transport (lnx_tp_send_eager) build
+	 * header and payload here: inject bytes, used under lnx's arm lock. */
+	uint8_t *stage;
 	uint64_t reads; /* fi_cq_read calls (each runs the core's progress) */
 	struct fi_cq_tagged_entry ents[LNX_EV_MAX];
 	struct lnx_ev evs[LNX_EV_MAX];

@@ -71,9 +71,11 @@ const rmaCaps = fi.RMA | fi.READ | fi.REMOTE_READ
 // writeCaps let lnx carry one-sided writes on the core (tp_rma.go).
 const writeCaps = fi.RMA | fi.WRITE | fi.REMOTE_WRITE
 
-// WantInject is the inject size lnx asks of a core: its eager header
-// and 4096 bytes of payload, lnx's least inject size for a link.
-const WantInject = hdrEager + 4096
+// WantInject are the inject sizes lnx asks of a core, in turn: its eager
+// header with a whole eager payload (DefaultEagerMax, so that every eager
+// message is one core inject), then with 4096 bytes, lnx's least inject
+// size for a link. rxm grants either (up to its 16 KiB buffer).
+var WantInject = [...]int{hdrEager + DefaultEagerMax, hdrEager + 4096}
 
 // CoreModes are the mode bits lnx can honour when it drives a core: it
 // always passes a context area of its own.
@@ -111,14 +113,20 @@ func GetInfo(version uint32, prov, domain string, caps uint64) (*List, error) {
 		}
 	}
 	if ret == 0 {
-		// Then an inject size that holds lnx's eager header and the
-		// link's own inject size: rxm offers 64 bytes unless asked, up
-		// to its 16 KiB buffer if asked, and a message the core injects
-		// costs lnx no completion. A core that cannot keeps its size.
+		// Then an inject size that holds lnx's eager header and payload
+		// (WantInject): rxm offers 64 bytes unless asked, and a message
+		// the core injects costs lnx no completion, and C can send it
+		// over a lent transport. A core that can do neither keeps its
+		// own size.
 		first := head
-		if getinfo(caps, WantInject) == 0 {
-			C.fi_freeinfo(first)
-		} else {
+		for _, want := range WantInject {
+			if getinfo(caps, want) == 0 {
+				C.fi_freeinfo(first)
+				first = nil
+				break
+			}
+		}
+		if first != nil {
 			head = first
 		}
 	}

@@ -51,8 +51,9 @@
 //     Poll reports onSendDone when the core send completes. If header and
 //     payload fit the core's inject size the message goes with fi_inject
 //     and Send returns done=true with no onSendDone. GetInfo asks the core
-//     for WantInject (the header and 4096 bytes); rxm grants it (its own
-//     default is 64 bytes), libfabric's shm keeps its 4096.
+//     for WantInject (the header and a whole eager payload, else the
+//     header and 4096 bytes); rxm grants the first (its own default is 64
+//     bytes), libfabric's shm keeps its 4096.
 //   - RTS (larger messages): the eager header plus size and a cookie naming
 //     the sender's slot, plus the sender's address blob (so a receiver that
 //     never Connected can answer). The sender keeps the user buffers.

@@ -263,7 +263,9 @@ func TestEagerSizes(t *testing.T) {
 		t.Fatalf("EagerMax %d", em)
 	}
 	injectMax := a.t.inject - hdrEager
-	sizes := []int{0, 1, max(injectMax, 0), injectMax + 1, 88, 89, 4096, em - 1, em}
+	// (rxm grants an inject size that holds every eager payload: then
+	// nothing here goes with a completion.)
+	sizes := []int{0, 1, min(max(injectMax, 0), em), min(injectMax+1, em), 88, 89, 4096, em - 1, em}
 	src := mmapBuf(t, em)
 	fill(src, 7)
 	var want []got
@@ -307,8 +309,8 @@ func TestEagerSizes(t *testing.T) {
 			t.Fatalf("arrival %d: Peer %v", i, g.peer)
 		}
 	}
-	if s := a.t.Stats(); s.Injected == 0 || s.EagerSends == 0 {
-		t.Fatalf("stats %+v", s)
+	if s := a.t.Stats(); s.Injected == 0 || s.EagerSends != uint64(len(pending)) {
+		t.Fatalf("stats %+v: want %d eager sends with a completion", s, len(pending))
 	}
 }
 
@@ -768,12 +770,13 @@ func TestOneCoreReadPerPoll(t *testing.T) {
 }
 
 // TestInjectsLinkInjectSize: lnx asks the core for an inject size that
-// holds its header and 4096 bytes (rxm offers 64 unless asked), so an
-// eager message of up to 4096 bytes is one core inject: Send is done at
-// once, and nothing waits for a core completion.
+// holds its header and a whole eager payload (rxm offers 64 unless asked),
+// so every eager message is one core inject: Send is done at once, and
+// nothing waits for a core completion.
 func TestInjectsLinkInjectSize(t *testing.T) {
 	a, b, ab, _ := pair(t, testCfg)
-	for i, n := range []int{1, 64, 1000, 4096} {
+	sizes := []int{1, 64, 1000, 4096, 8192, DefaultEagerMax}
+	for i, n := range sizes {
 		payload := make([]byte, n)
 		fill(payload, int64(n))
 		if done := send(t, a, ab, Hdr{Tag: uint64(n), Data: uint64(i)}, [][]byte{payload}, uint64(i), b); !done {
@@ -785,8 +788,8 @@ func TestInjectsLinkInjectSize(t *testing.T) {
 				bytes.Equal(g.data, payload))
 		}
 	}
-	if s := a.t.Stats(); s.Injected != 4 || s.EagerSends != 0 {
-		t.Fatalf("sender stats %+v: want 4 injected, no eager sends with a completion", s)
+	if s := a.t.Stats(); s.Injected != uint64(len(sizes)) || s.EagerSends != 0 {
+		t.Fatalf("sender stats %+v: want %d injected, no eager sends with a completion", s, len(sizes))
 	}
 }
 
