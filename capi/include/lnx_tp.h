@@ -84,6 +84,10 @@ struct lnx_tp_lend {
 	uint64_t id;	  /* Go: our transport id */
 };
 
+/* The most lnx_tp_send_eager stages: lnx's header and a whole eager
+ * payload (peers/ofi's WantInject), whatever inject size a core reports. */
+#define LNX_STAGE_MAX (LNX_HDR_EAGER + 16384)
+
 struct lnx_tp {
 	struct fid_av *av;
 	struct fid_cq *cq;
@@ -92,8 +96,10 @@ struct lnx_tp {
 	size_t nops;
 	size_t inject, tx_iov, rx_iov, tx_size, cq_data;
 	/* C's eager sends over the lent transport (lnx_tp_send_eager) build
-	 * header and payload here: inject bytes, used under lnx's arm lock. */
+	 * header and payload here: stage_len bytes, the core's inject size up
+	 * to LNX_STAGE_MAX, used under lnx's arm lock. */
 	uint8_t *stage;
+	size_t stage_len;
 	uint64_t reads; /* fi_cq_read calls (each runs the core's progress) */
 	struct fi_cq_tagged_entry ents[LNX_EV_MAX];
 	struct lnx_ev evs[LNX_EV_MAX];

@@ -49,7 +49,8 @@ struct lnx_tp *lnx_tp_open(struct fid_domain *dom, struct fi_info *info, size_t 
 	t->rx_iov = info->rx_attr ? info->rx_attr->iov_limit : 1;
 	t->tx_size = info->tx_attr ? info->tx_attr->size : 0;
 	t->cq_data = info->domain_attr ? info->domain_attr->cq_data_size : 0;
-	if (t->inject > LNX_HDR_EAGER && !(t->stage = malloc(t->inject)))
+	t->stage_len = t->inject < LNX_STAGE_MAX ? t->inject : LNX_STAGE_MAX;
+	if (t->stage_len > LNX_HDR_EAGER && !(t->stage = malloc(t->stage_len)))
 		goto fail;
 	if ((*ret = fi_av_open(dom, &av_attr, &t->av, NULL)))
 		goto fail;
@@ -270,7 +271,7 @@ int lnx_tp_send_eager(void *tp, uint32_t flags, uint64_t tag, uint64_t data, con
 	struct lnx_tp_lend *l = &t->lend;
 	uint8_t *b = t->stage;
 	size_t total = LNX_HDR_EAGER + len;
-	if (!l->tx_on || !b || total > t->inject || (l->window && l->credits <= 0))
+	if (!l->tx_on || !b || total > t->stage_len || (l->window && l->credits <= 0))
 		return -1;
 	uint16_t owed = l->owed > 0xffff ? 0xffff : (uint16_t)l->owed;
 	uint32_t zero = 0;
