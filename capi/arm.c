@@ -73,6 +73,17 @@ static void lnx_arm_done(struct lnx_arm *a, int serial, struct lnx_cring *cr, ui
 	lnx_unlock(&cr->lock, serial);
 }
 
+/* lnx_arm_written: the record at position pos of lent ring r if it is
+ * written (its stamp stored), else NULL; a stamp of an earlier lap or
+ * session reads as not written. */
+static const struct lnx_rec *lnx_arm_written(const struct lnx_arm_ring *r, uint64_t pos)
+{
+	const struct lnx_rec *rec = (const struct lnx_rec *)(r->ring + (pos & r->mask));
+	if (__atomic_load_n(&rec->stamp, __ATOMIC_ACQUIRE) != lnx_rec_stamp(pos, r->salt))
+		return NULL;
+	return rec;
+}
+
 /* The largest rendezvous message C copies (one process_vm_readv, under
  * arm.lock, which Go's disarm spins on); larger ones go to Go's Pull. */
 #define LNX_ARM_RNDV_MAX (4ull << 20)
@@ -100,8 +111,7 @@ static uint64_t lnx_arm_rndv(struct lnx_arm *a, int serial, struct lnx_arm_ring 
 	uint64_t niov = (kf >> 8) & 0xff, hflags = kf >> 32;
 	if (!r->cma || (kf & LNX_REC_NOCMA) || niov == 0 || niov > LNX_REC_MAX_IOV)
 		return 0;
-	uint64_t need = (LNX_REC_HDR + niov * LNX_REC_IOV + LNX_REC_LINE - 1) &
-			~(uint64_t)(LNX_REC_LINE - 1);
+	uint64_t need = lnx_rec_len(niov * LNX_REC_IOV);
 	if (off + need > r->size)
 		return 0;
 	uint64_t size = __atomic_load_n(&rec->size, __ATOMIC_RELAXED);
@@ -119,11 +129,8 @@ static uint64_t lnx_arm_rndv(struct lnx_arm *a, int serial, struct lnx_arm_ring 
 		 * it as unexpected. A blocking MPI send returns only once its
 		 * rendezvous is acknowledged, so in a ping-pong the reply is
 		 * often here before the receive for it is posted. */
-		const struct lnx_rec *next =
-			(const struct lnx_rec *)(r->ring + ((r->head + need) & r->mask));
 		if (!(hflags & ~(uint64_t)(LNX_HDR_TAGGED | LNX_HDR_DATA)) &&
-		    __atomic_load_n(&next->stamp, __ATOMIC_ACQUIRE) !=
-			    (((r->head + need) ^ r->salt) | 1))
+		    !lnx_arm_written(r, r->head + need))
 			return LNX_ARM_WAIT;
 		return 0;
 	}
@@ -204,9 +211,7 @@ static int lnx_arm_ready(const struct lnx_arm *a)
 	uint32_t n = __atomic_load_n(&a->nrings, __ATOMIC_RELAXED);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct lnx_arm_ring *r = &a->r[i];
-		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
-		const struct lnx_rec *rec = (const struct lnx_rec *)(r->ring + (head & r->mask));
-		if (__atomic_load_n(&rec->stamp, __ATOMIC_ACQUIRE) == ((head ^ r->salt) | 1))
+		if (lnx_arm_written(r, __atomic_load_n(&r->head, __ATOMIC_RELAXED)))
 			return 1;
 	}
 	return 0;
@@ -257,13 +262,11 @@ int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 		struct lnx_arm_ring *r = &a->r[i];
 		while (done < budget) {
 			uint64_t off = r->head & r->mask;
-			const struct lnx_rec *rec = (const struct lnx_rec *)(r->ring + off);
-			if (__atomic_load_n(&rec->stamp, __ATOMIC_ACQUIRE) !=
-			    ((r->head ^ r->salt) | 1))
+			const struct lnx_rec *rec = lnx_arm_written(r, r->head);
+			if (!rec)
 				break;
 			uint64_t kf = rec->kf, hflags = kf >> 32, size = rec->size;
-			uint64_t need = (LNX_REC_HDR + size + LNX_REC_LINE - 1) &
-					~(uint64_t)(LNX_REC_LINE - 1);
+			uint64_t need = lnx_rec_len(size);
 			int32_t k;
 			if ((kf & 0xff) == LNX_REC_RNDV) {
 				uint64_t n = lnx_arm_rndv(a, serial, r, rec, off, kf);

@@ -59,7 +59,7 @@ static ssize_t lnx_fast_put_shm(struct lnx_txslot *s, int serial, uint64_t hflag
 	if (!s->ready || len > s->eager_max ||
 	    __atomic_load_n((const uint64_t *)s->peer_state, __ATOMIC_ACQUIRE) != LNX_SHM_PEER_OPEN)
 		goto out; /* Go reports a closed peer */
-	uint64_t need = (LNX_REC_HDR + len + LNX_REC_LINE - 1) & ~(uint64_t)(LNX_REC_LINE - 1);
+	uint64_t need = lnx_rec_len(len);
 	uint64_t tail = s->tail, off = tail & s->mask;
 	if (off + need > s->size)
 		goto out;
@@ -75,7 +75,7 @@ static ssize_t lnx_fast_put_shm(struct lnx_txslot *s, int serial, uint64_t hflag
 	rec->size = len;
 	if (len)
 		memcpy((char *)rec + LNX_REC_HDR, buf, len);
-	__atomic_store_n(&rec->stamp, (tail ^ s->salt) | 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&rec->stamp, lnx_rec_stamp(tail, s->salt), __ATOMIC_RELEASE);
 	s->tail = tail + need;
 	ret = 0;
 out:

@@ -99,6 +99,19 @@ static inline int lnx_serial(const uint32_t *serial)
 	return serial && __atomic_load_n(serial, __ATOMIC_RELAXED);
 }
 
+/* An shm ring record's length in the ring for body bytes after its header
+ * (payload, or a rendezvous record's pieces), and the stamp a record at
+ * position pos of a ring salted salt carries once written
+ * (lnx_capi.h, shm/layout.go). */
+static inline uint64_t lnx_rec_len(uint64_t body)
+{
+	return (LNX_REC_HDR + body + LNX_REC_LINE - 1) & ~(uint64_t)(LNX_REC_LINE - 1);
+}
+static inline uint64_t lnx_rec_stamp(uint64_t pos, uint64_t salt)
+{
+	return (pos ^ salt) | 1;
+}
+
 /* lnx_cring_put appends one completion (cr->lock held, room checked). */
 static inline void lnx_cring_put(struct lnx_cring *cr, void *ctx, void *buf, uint64_t flags,
 				 uint64_t len, uint64_t data, uint64_t tag, uint64_t src)
