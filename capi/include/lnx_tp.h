@@ -85,8 +85,9 @@ struct lnx_tp_lend {
 };
 
 /* The most lnx_tp_send_eager stages: lnx's header and a whole eager
- * payload (peers/ofi's WantInject), whatever inject size a core reports. */
-#define LNX_STAGE_MAX (LNX_HDR_EAGER + 16384)
+ * payload, the first inject size peers/ofi asks of a core (wantEagerInject,
+ * checked in tp_c.go), whatever inject size the core reports. */
+#define LNX_STAGE_MAX (LNX_HDR_EAGER + 16320)
 
 struct lnx_tp {
 	struct fid_av *av;

@@ -72,10 +72,13 @@ const rmaCaps = fi.RMA | fi.READ | fi.REMOTE_READ
 const writeCaps = fi.RMA | fi.WRITE | fi.REMOTE_WRITE
 
 // WantInject are the inject sizes lnx asks of a core, in turn: its eager
-// header with a whole eager payload (DefaultEagerMax, so that every eager
-// message is one core inject), then with 4096 bytes, lnx's least inject
-// size for a link. rxm grants either (up to its 16 KiB buffer).
-var WantInject = [...]int{hdrEager + DefaultEagerMax, hdrEager + 4096}
+// header with a whole eager payload (wantEagerInject, so that every eager
+// message is one core inject; C stages up to that, LNX_STAGE_MAX), then
+// with 4096 bytes, lnx's least inject size for a link. rxm grants either
+// (up to its 16 KiB buffer).
+var WantInject = [...]int{wantEagerInject, hdrEager + 4096}
+
+const wantEagerInject = hdrEager + DefaultEagerMax
 
 // CoreModes are the mode bits lnx can honour when it drives a core: it
 // always passes a context area of its own.
@@ -102,13 +105,13 @@ func GetInfo(version uint32, prov, domain string, caps uint64) (*List, error) {
 	// from the sender's buffer where it can); a core without them still
 	// serves, with the CTS rendezvous.
 	// Writes as well where the core has them (lnx's one-sided writes).
-	getinfo := func(caps uint64, inject int) C.int {
+	getinfo := func(caps uint64, inject int, out **C.struct_fi_info) C.int {
 		return C.lnx_core_getinfo(C.uint32_t(version), cprov, cdom, C.uint64_t(caps), C.uint64_t(CoreModes),
-			C.size_t(inject), &head)
+			C.size_t(inject), out)
 	}
 	var ret C.int
 	for _, c := range []uint64{caps | rmaCaps | writeCaps, caps | rmaCaps, caps} {
-		if caps, ret = c, getinfo(c, 0); ret != -C.FI_ENODATA {
+		if caps, ret = c, getinfo(c, 0, &head); ret != -C.FI_ENODATA {
 			break
 		}
 	}
@@ -118,16 +121,13 @@ func GetInfo(version uint32, prov, domain string, caps uint64) (*List, error) {
 		// the core injects costs lnx no completion, and C can send it
 		// over a lent transport. A core that can do neither keeps its
 		// own size.
-		first := head
 		for _, want := range WantInject {
-			if getinfo(caps, want) == 0 {
-				C.fi_freeinfo(first)
-				first = nil
+			var asked *C.struct_fi_info
+			if getinfo(caps, want, &asked) == 0 {
+				C.fi_freeinfo(head)
+				head = asked
 				break
 			}
-		}
-		if first != nil {
-			head = first
 		}
 	}
 	if ret != 0 {

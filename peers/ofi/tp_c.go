@@ -227,6 +227,7 @@ var (
 	_ = [1]struct{}{}[wireVersion-C.LNX_WIRE_VERSION]
 	_ = [1]struct{}{}[kindEager-C.LNX_KIND_EAGER]
 	_ = [1]struct{}{}[hdrEager-C.LNX_HDR_EAGER]
+	_ = [1]struct{}{}[wantEagerInject-C.LNX_STAGE_MAX]
 )
 
 // reads is the number of fi_cq_read calls made on the core CQ so far.
