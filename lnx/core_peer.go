@@ -49,6 +49,16 @@ type peerCore struct {
 	avGen  uint64
 	avSeen *AV
 
+	// A peer that knows us only by our core address (fi_getinfo's
+	// node/service: bound says ours was set that way) sends its first
+	// messages before we know it: the core names their sender
+	// FI_ADDR_NOTAVAIL (anon counts them), so we cannot tell which peer
+	// it was. Such a peer, on our node, would not recognise us over shm
+	// (reachedOverNet): a bound endpoint that had one answers every peer
+	// over this core, which every peer can attribute.
+	bound bool
+	anon  uint64
+
 	recvs map[uint64]*peerRecv // receives the core is filling, by id
 	early map[uint64]error     // send completions written inside the send call
 	next  uint64
@@ -102,6 +112,7 @@ func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
 	id := binary.LittleEndian.Uint64(b[:])&(1<<56-1) | 1
 	if src != nil {
 		id = ofi.NameID(ep.Name())
+		c.bound = true
 	}
 	c.blob = ofi.EncodeAddr(id, ep.Name())
 	return c, nil
@@ -196,6 +207,10 @@ func (c *peerCore) connect(blob []byte) (uint64, error) {
 	return fa, nil
 }
 
+// reachedUs says whether a peer may know us only by our core address
+// (bound): some unknown sender reached us over this core.
+func (c *peerCore) reachedUs() bool { return c.bound && c.anon > 0 }
+
 // source is the lnx fi_addr of the core fi_addr a (FI_ADDR_NOTAVAIL when
 // the sender was not in the core's AV).
 func (c *peerCore) source(a uint64) uint64 {
@@ -210,6 +225,9 @@ func (c *peerCore) source(a uint64) uint64 {
 func (c *peerCore) Get(tagged bool, addr, size, tag uint64, pe peerep.Entry) bool {
 	e := c.e
 	src := c.source(addr)
+	if addr == fi.ADDR_NOTAVAIL {
+		c.anon++
+	}
 	q := e.queue(tagged)
 	kind := opKindFlags(tagged)
 	if !tagged {

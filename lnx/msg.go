@@ -352,7 +352,12 @@ type route struct {
 // core (it introduced itself there): a peer that knows us only by a
 // network address (fi_getinfo's node/service) would not recognise us
 // over shm, so a peer on this node that came that way is answered there.
+// On the peer path the sender of such a first message is unknown
+// (peerCore.reachedUs).
 func (e *Endpoint) reachedOverNet(a *Addr) bool {
+	if e.peer != nil {
+		return e.peer.reachedUs()
+	}
 	for i, raw := range netAddrsOf(a) {
 		if i >= len(e.nets) {
 			break
