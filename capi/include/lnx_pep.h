@@ -33,11 +33,15 @@
 
 #define LNX_PEP_IOV 8
 
-/* An owner rx entry: the v2 fi_peer_rx_entry and the iovec it points at. */
+/* An owner rx entry: the v2 fi_peer_rx_entry and the iovec it points at.
+ * queued: Go holds it as an unexpected message (queue_*); dropped: the
+ * core let go of it meanwhile (free_entry), so Go's start or discard
+ * frees it instead of handing it back. */
 struct lnx_pentry {
 	struct lnx_peer_rx_entry_v2 pe;
 	struct iovec iov[LNX_PEP_IOV];
 	void *desc[LNX_PEP_IOV];
+	int queued, dropped;
 };
 
 /* The context of one operation handed to the core (a send, or a receive
@@ -47,6 +51,7 @@ struct lnx_pctx {
 	struct fi_context2 ctx;
 	uint64_t id;
 	void *copy;
+	struct lnx_pentry *entry; /* a receive's entry, whose context this is */
 };
 
 /* A completion the core wrote through the peer CQ, kept until Go drains
@@ -78,6 +83,7 @@ struct lnx_pep {
 LNX_HIDDEN struct lnx_pep *lnx_pep_open(struct fid_domain *dom, struct fi_info *info,
 					const void *src, size_t srclen, uintptr_t handle, int *ret,
 					int *stage);
+LNX_HIDDEN void lnx_pep_init_owner(struct lnx_pep *p);
 LNX_HIDDEN int lnx_pep_close(struct lnx_pep *p);
 LNX_HIDDEN int lnx_pep_getname(struct lnx_pep *p, void *buf, size_t *len);
 LNX_HIDDEN int lnx_pep_av_insert(struct lnx_pep *p, const void *name, uint64_t *out);

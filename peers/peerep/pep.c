@@ -48,6 +48,7 @@ static int own_get_tag(uintptr_t srx, struct lnx_peer_match_attr *a, struct lnx_
 static int own_queue(struct lnx_pentry *e)
 {
 	struct lnx_pep *p = pep_of_srx(e->pe.srx);
+	e->queued = 1;
 	return lnxPepQueued(p->handle, e);
 }
 
@@ -59,8 +60,37 @@ static void own_foreach_unspec_addr(uintptr_t srx, uint64_t (*get_addr)(struct l
 	(void)get_addr;
 }
 
+static struct lnx_pcomp *comp_slot(struct lnx_pep *p);
+
+/* The core is done with an entry. Usually it wrote the receive's
+ * completion first (which cleared pe.context). 2.1 rxm also lets go of
+ * the entries of partly received messages when it closes a connection
+ * (rxm_close_conn), with no completion, and expects the owner to unlink
+ * each from the list it keeps them in (its next/prev, which lnx never
+ * uses): it loops until that list is empty. Such a receive fails with
+ * -FI_ECONNABORTED; an entry Go holds as unexpected is only marked. */
 static void own_free_entry(struct lnx_pentry *e)
 {
+	uintptr_t *next = (uintptr_t *)e->pe.next, *prev = (uintptr_t *)e->pe.prev;
+	if (next && prev && next[1] == (uintptr_t)e && prev[0] == (uintptr_t)e) {
+		prev[0] = (uintptr_t)next;
+		next[1] = (uintptr_t)prev;
+	}
+	e->pe.next = e->pe.prev = 0;
+	struct lnx_pctx *c = (struct lnx_pctx *)e->pe.context;
+	if (c) {
+		struct lnx_pcomp *w = comp_slot(pep_of_srx(e->pe.srx));
+		*w = (struct lnx_pcomp){ .id = c->id,
+					 .flags = e->pe.flags & (FI_RECV | FI_TAGGED | FI_MSG),
+					 .tag = e->pe.tag,
+					 .err = FI_ECONNABORTED };
+		e->pe.context = 0;
+		free(c);
+	}
+	if (e->queued) {
+		e->dropped = 1;
+		return;
+	}
 	free(e);
 }
 
@@ -83,6 +113,8 @@ static ssize_t own_cq_write(struct lnx_peer_cq *cq, void *context, uint64_t flag
 	if (!c)
 		return 0;
 	w = comp_slot(p);
+	if (c->entry)
+		c->entry->pe.context = 0;
 	*w = (struct lnx_pcomp){ .id = c->id,
 				 .flags = flags,
 				 .len = len,
@@ -102,6 +134,8 @@ static ssize_t own_cq_writeerr(struct lnx_peer_cq *cq, const struct fi_cq_err_en
 	if (!c)
 		return 0;
 	w = comp_slot(p);
+	if (c->entry)
+		c->entry->pe.context = 0;
 	*w = (struct lnx_pcomp){ .id = c->id,
 				 .flags = err->flags,
 				 .len = err->len,
@@ -164,28 +198,10 @@ int lnx_pep_close(struct lnx_pep *p)
 	return ret;
 }
 
-/* Opens the core endpoint with the owner's peer CQ and peer SRX. *stage
- * says which step failed: 1 AV, 2 peer CQ, 3 endpoint, 4 SRX (5: the core
- * returned success but ignored FI_PEER), 6 enable. */
-struct lnx_pep *lnx_pep_open(struct fid_domain *dom, struct fi_info *info, const void *src,
-			     size_t srclen, uintptr_t handle, int *ret, int *stage)
+/* Fills in the peer SRX and peer CQ the owner hands the core: their fids
+ * and the owner's callbacks. */
+void lnx_pep_init_owner(struct lnx_pep *p)
 {
-	struct fi_info *bound = NULL;
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .flags = LNX_FI_PEER };
-	struct fi_rx_attr rx_attr = { .op_flags = LNX_FI_PEER };
-	struct lnx_peer_cq_context cq_ctx = { .size = sizeof(cq_ctx) };
-	struct lnx_peer_srx_context srx_ctx = { .size = sizeof(srx_ctx) };
-	struct lnx_pep *p = calloc(1, sizeof(*p));
-
-	*ret = -FI_ENOMEM;
-	*stage = 0;
-	if (!p)
-		return NULL;
-	p->handle = handle;
-	p->inject = info->tx_attr ? info->tx_attr->inject_size : 0;
-	p->tx_iov = info->tx_attr ? info->tx_attr->iov_limit : 1;
-	p->cq_data = info->domain_attr ? info->domain_attr->cq_data_size : 0;
 	p->fid_ops = (struct fi_ops){ .size = sizeof(struct fi_ops),
 				      .close = own_close,
 				      .bind = own_bind,
@@ -209,6 +225,31 @@ struct lnx_pep *lnx_pep_open(struct fid_domain *dom, struct fi_info *info, const
 	p->srx.ep_fid.fid.fclass = LNX_FI_CLASS_PEER_SRX;
 	p->srx.ep_fid.fid.ops = (uintptr_t)&p->fid_ops;
 	p->srx.owner_ops = (uintptr_t)&p->srx_ops;
+}
+
+/* Opens the core endpoint with the owner's peer CQ and peer SRX. *stage
+ * says which step failed: 1 AV, 2 peer CQ, 3 endpoint, 4 SRX (5: the core
+ * returned success but ignored FI_PEER), 6 enable. */
+struct lnx_pep *lnx_pep_open(struct fid_domain *dom, struct fi_info *info, const void *src,
+			     size_t srclen, uintptr_t handle, int *ret, int *stage)
+{
+	struct fi_info *bound = NULL;
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .flags = LNX_FI_PEER };
+	struct fi_rx_attr rx_attr = { .op_flags = LNX_FI_PEER };
+	struct lnx_peer_cq_context cq_ctx = { .size = sizeof(cq_ctx) };
+	struct lnx_peer_srx_context srx_ctx = { .size = sizeof(srx_ctx) };
+	struct lnx_pep *p = calloc(1, sizeof(*p));
+
+	*ret = -FI_ENOMEM;
+	*stage = 0;
+	if (!p)
+		return NULL;
+	p->handle = handle;
+	p->inject = info->tx_attr ? info->tx_attr->inject_size : 0;
+	p->tx_iov = info->tx_attr ? info->tx_attr->iov_limit : 1;
+	p->cq_data = info->domain_attr ? info->domain_attr->cq_data_size : 0;
+	lnx_pep_init_owner(p);
 	cq_ctx.cq = (uintptr_t)&p->pcq;
 	srx_ctx.srx = (uintptr_t)&p->srx;
 
@@ -393,6 +434,7 @@ int lnx_pep_entry_set(struct lnx_pentry *e, void **base, size_t *len, int n, uin
 	if (!c)
 		return -FI_ENOMEM;
 	c->id = id;
+	c->entry = e;
 	for (i = 0; i < n; i++) {
 		e->iov[i].iov_base = base[i];
 		e->iov[i].iov_len = len[i];
@@ -410,8 +452,21 @@ static struct lnx_peer_srx_peer *peer_ops_of(struct lnx_pentry *e)
 	return (struct lnx_peer_srx_peer *)pep_of_srx(e->pe.srx)->srx.peer_ops;
 }
 
+/* An entry the core let go of while Go held it (own_free_entry). */
+static int pep_dropped(struct lnx_pentry *e)
+{
+	if (!e->dropped)
+		return 0;
+	free((void *)e->pe.context);
+	free(e);
+	return 1;
+}
+
 int lnx_pep_start(struct lnx_pentry *e, int tagged)
 {
+	if (pep_dropped(e))
+		return -FI_ECONNABORTED;
+	e->queued = 0;
 	struct lnx_peer_srx_peer *ops = peer_ops_of(e);
 	int (*start)(struct lnx_pentry *) =
 		(int (*)(struct lnx_pentry *))(tagged ? ops->start_tag : ops->start_msg);
@@ -420,6 +475,9 @@ int lnx_pep_start(struct lnx_pentry *e, int tagged)
 
 int lnx_pep_discard(struct lnx_pentry *e, int tagged)
 {
+	if (pep_dropped(e))
+		return 0;
+	e->queued = 0;
 	struct lnx_peer_srx_peer *ops = peer_ops_of(e);
 	int (*discard)(struct lnx_pentry *) =
 		(int (*)(struct lnx_pentry *))(tagged ? ops->discard_tag : ops->discard_msg);

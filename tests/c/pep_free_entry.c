@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * pep_free_entry: the peer-API owner's free_entry (peers/peerep/pep.c,
+ * compiled without Go) as libfabric 2.1's rxm calls it when it closes a
+ * connection (rxm_close_conn): on the head of its list of partly received
+ * messages' entries, again and again until that list is empty, leaving
+ * the unlinking to the owner. Entries get there through the owner's own
+ * get_tag, like the core's.
+ *
+ *  - the loop ends, after one call per entry (an owner that frees without
+ *    unlinking made it call through freed memory: a crash in 2.1 rxm);
+ *  - a receive bound to an entry (Go matched it) fails with
+ *    FI_ECONNABORTED, with its id, FI_RECV | FI_TAGGED and its tag: the
+ *    core wrote no completion for it;
+ *  - an entry Go holds as unexpected stays valid until Go starts it, and
+ *    that start fails with -FI_ECONNABORTED without calling the core;
+ *  - an entry whose receive completed normally (its completion written
+ *    through the peer CQ) and is then freed adds no completion.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lnx_pep.h"
+
+static int fails;
+#define EXPECT(c, ...)                                                       \
+	do {                                                                 \
+		if (!(c)) {                                                  \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                        \
+			fputc('\n', stderr);                                 \
+			fails++;                                             \
+		}                                                            \
+	} while (0)
+
+/* Go's side, as the test needs it: get_* finds no receive (the entry is
+ * queued with the owner, or bound by the test afterwards). */
+int lnx_go_close(uintptr_t h)
+{
+	(void)h;
+	return 0;
+}
+int lnxPepGet(uintptr_t h, int tagged, uint64_t addr, size_t size, uint64_t tag,
+	      struct lnx_pentry *e)
+{
+	(void)h, (void)tagged, (void)addr, (void)size, (void)tag, (void)e;
+	return -1;
+}
+int lnxPepQueued(uintptr_t h, struct lnx_pentry *e)
+{
+	(void)h, (void)e;
+	return 0;
+}
+void lnxPepDrain(uintptr_t h)
+{
+	(void)h;
+	fprintf(stderr, "FAIL: completion batch drained\n");
+	exit(1);
+}
+
+/* The core's list of entries: a dlist through the entry's next/prev. */
+struct dl {
+	struct dl *next, *prev;
+};
+
+static void link_tail(struct dl *head, struct lnx_pentry *e)
+{
+	struct dl *n = (struct dl *)e;
+	n->next = head;
+	n->prev = head->prev;
+	head->prev->next = n;
+	head->prev = n;
+}
+
+static struct lnx_pentry *get_tag(struct lnx_pep *p, uint64_t tag)
+{
+	struct lnx_peer_srx_owner_v2 *o = (void *)p->srx.owner_ops;
+	struct lnx_peer_match_attr a = { .addr = 3, .msg_size = 65536, .tag = tag };
+	struct lnx_pentry *e = NULL;
+	int (*get)(uintptr_t, struct lnx_peer_match_attr *, struct lnx_pentry **) =
+		(void *)o->get_tag;
+	int r = get((uintptr_t)&p->srx, &a, &e);
+	EXPECT(r == -FI_ENOENT && e, "get_tag: %d", r);
+	return e;
+}
+
+static void free_entry(struct lnx_pentry *e)
+{
+	struct lnx_peer_srx *srx = (void *)e->pe.srx;
+	struct lnx_peer_srx_owner_v2 *o = (void *)srx->owner_ops;
+	((void (*)(struct lnx_pentry *))o->free_entry)(e);
+}
+
+int main(void)
+{
+	struct lnx_pep *p = calloc(1, sizeof(*p));
+	lnx_pep_init_owner(p);
+	struct lnx_peer_srx_owner_v2 *o = (void *)p->srx.owner_ops;
+	struct lnx_peer_cq_owner *co = (void *)p->pcq.owner_ops;
+	char buf[3][64];
+	void *base;
+	size_t len = sizeof(buf[0]);
+
+	/* bound: Go matched it to receive 7. queued: Go holds it. done: a
+	 * receive completed normally before its entry is freed. */
+	struct lnx_pentry *bound = get_tag(p, 0x71), *queued = get_tag(p, 0x72),
+			  *done = get_tag(p, 0x73);
+	base = buf[0];
+	EXPECT(lnx_pep_entry_set(bound, &base, &len, 1, 7) == 0, "entry_set bound");
+	((int (*)(struct lnx_pentry *))o->queue_tag)(queued);
+	base = buf[2];
+	EXPECT(lnx_pep_entry_set(done, &base, &len, 1, 9) == 0, "entry_set done");
+	ssize_t (*write)(struct lnx_peer_cq *, void *, uint64_t, size_t, void *, uint64_t, uint64_t,
+			 uint64_t) = (void *)co->write;
+	write(&p->pcq, (void *)done->pe.context, FI_RECV | FI_TAGGED, 64, NULL, 0, 0x73, 3);
+	EXPECT(p->ncomp == 1 && p->comps[0].id == 9 && p->comps[0].err == 0,
+	       "normal completion: %u comps", p->ncomp);
+
+	/* rxm_close_conn's loop over its list. */
+	struct dl head = { &head, &head };
+	link_tail(&head, bound);
+	link_tail(&head, queued);
+	int calls = 0;
+	while (head.next != &head && calls < 10) {
+		free_entry((struct lnx_pentry *)head.next);
+		calls++;
+	}
+	EXPECT(head.next == &head && head.prev == &head && calls == 2,
+	       "the core's list is not emptied by one free_entry per entry (%d calls)", calls);
+	EXPECT(p->ncomp == 2, "%u completions after the loop, want 2", p->ncomp);
+	struct lnx_pcomp *c = &p->comps[1];
+	EXPECT(c->id == 7 && c->err == FI_ECONNABORTED && c->flags == (FI_RECV | FI_TAGGED) &&
+		       c->tag == 0x71,
+	       "bound receive's completion: id %llu err %d flags %#llx tag %#llx",
+	       (unsigned long long)c->id, c->err, (unsigned long long)c->flags,
+	       (unsigned long long)c->tag);
+
+	/* Go starts the message it held: it fails, and the core (which has no
+	 * peer ops here) is not called. */
+	EXPECT(queued->dropped == 1 && queued->pe.tag == 0x72, "held entry not kept");
+	base = buf[1];
+	EXPECT(lnx_pep_entry_set(queued, &base, &len, 1, 8) == 0, "entry_set queued");
+	EXPECT(lnx_pep_start(queued, 1) == -FI_ECONNABORTED, "start of a dropped entry");
+
+	/* The normally completed one: freed with no completion added. */
+	free_entry(done);
+	EXPECT(p->ncomp == 2, "%u completions after a normal free_entry", p->ncomp);
+
+	free(p);
+	if (fails)
+		return 1;
+	printf("pep_free_entry: ok\n");
+	return 0;
+}
