@@ -209,7 +209,7 @@ A(offsetof(struct lnx_txrndv, cq) == 32);
 A(sizeof(((struct lnx_txrndv *)0)->cq) == 4);
 A(offsetof(struct lnx_txrndv, tagged) == 36);
 A(sizeof(((struct lnx_txrndv *)0)->tagged) == 4);
-A(sizeof(struct lnx_txslot) == 464);
+A(sizeof(struct lnx_txslot) == 2704);
 A(offsetof(struct lnx_txslot, lock) == 0);
 A(sizeof(((struct lnx_txslot *)0)->lock) == 4);
 A(offsetof(struct lnx_txslot, ready) == 4);
@@ -251,7 +251,7 @@ A(sizeof(((struct lnx_txslot *)0)->nout) == 4);
 A(offsetof(struct lnx_txslot, pad) == 140);
 A(sizeof(((struct lnx_txslot *)0)->pad) == 4);
 A(offsetof(struct lnx_txslot, r) == 144);
-A(sizeof(((struct lnx_txslot *)0)->r) == 320);
+A(sizeof(((struct lnx_txslot *)0)->r) == 2560);
 A(sizeof(struct lnx_rec) == 48);
 A(offsetof(struct lnx_rec, stamp) == 0);
 A(sizeof(((struct lnx_rec *)0)->stamp) == 8);
@@ -288,7 +288,7 @@ A(LNX_SHM_PEER_OPEN == 1);
 A(LNX_TXR_C == 1);
 A(LNX_TXR_FREE == 0);
 A(LNX_TXR_GO == 2);
-A(LNX_TX_RNDV == 8);
+A(LNX_TX_RNDV == 64);
 A(LNX_TX_RNDV_BIT == 2147483648);
 
 /* Mirrored in package peerapi (peers/peerapi/cabi_gen.go). */

@@ -11,7 +11,7 @@ import "structs"
 const (
 	// TxRndvs is LNX_TX_RNDV, the rendezvous sends C may have out through
 	// one TxSlot.
-	TxRndvs = 8
+	TxRndvs = 64
 	// txRndvBit is LNX_TX_RNDV_BIT, the bit of a cookie's slot index that
 	// names a TxSlot's table.
 	txRndvBit = 2147483648

@@ -122,7 +122,7 @@ struct lnx_cq {
  * LNX_TXR_C: C's, C reaps its ack; LNX_TXR_GO: Go adopted it and frees it
  * (gen + 1) when its ack comes or the peer is gone.
  */
-#define LNX_TX_RNDV	8
+#define LNX_TX_RNDV	64
 #define LNX_TX_RNDV_BIT 0x80000000u
 #define LNX_TXR_FREE	0
 #define LNX_TXR_C	1
