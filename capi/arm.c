@@ -175,6 +175,79 @@ static uint64_t lnx_arm_rndv(struct lnx_arm *a, int serial, struct lnx_arm_ring 
 	return need;
 }
 
+/*
+ * lnx_arm_reap reaps the acks of the rendezvous sends C posted while lent
+ * (lnx_fast_put_rndv; a->lock held) as shm's reapAcks does, and completes
+ * each send into the CQ's ring: up to budget completions, their number
+ * returned. It sets *go and stops, leaving the ack to Go (which adopts the
+ * sends, shm.Endpoint.AdoptTx), at an ack it does not know (a cookie of no
+ * send of C's: Go skips it), an error status (Go reports the send failed),
+ * a full completion ring, or a receiver asking for the fallback copy (Go
+ * serves it). A receiver that never acks is Go's too: with sends out the
+ * gate still lets a read into Go after skip_max idle ones, and Go then
+ * adopts them and checks the receiver's liveness as for its own.
+ */
+static int lnx_arm_reap(struct lnx_arm *a, int serial, int budget, int *go)
+{
+	int done = 0;
+	for (uint32_t i = 0; i < a->ntx && done < budget && !*go; i++) {
+		struct lnx_txslot *s = (struct lnx_txslot *)a->tx[i];
+		if (!s->nout)
+			continue;
+		if (!s->ready ||
+		    (uint32_t)__atomic_load_n((const uint64_t *)s->bulk_req, __ATOMIC_RELAXED) !=
+			    (uint32_t)s->bulk_seen) {
+			*go = 1;
+			break;
+		}
+		while (s->nout && done < budget) {
+			const struct lnx_ack *k =
+				(const struct lnx_ack *)(s->ack + (s->ack_head & s->ack_mask) *
+									  LNX_ACK_BYTES);
+			if (__atomic_load_n(&k->stamp, __ATOMIC_ACQUIRE) != s->ack_head + 1)
+				break;
+			uint64_t cookie = __atomic_load_n(&k->cookie, __ATOMIC_RELAXED);
+			uint64_t status = __atomic_load_n(&k->status, __ATOMIC_RELAXED);
+			uint32_t idx = (uint32_t)cookie, j = idx & ~LNX_TX_RNDV_BIT;
+			struct lnx_txrndv *r = &s->r[j < LNX_TX_RNDV ? j : 0];
+			if (!(idx & LNX_TX_RNDV_BIT) || j >= LNX_TX_RNDV || r->state != LNX_TXR_C ||
+			    r->gen != (uint32_t)(cookie >> 32) ||
+			    (status != LNX_ACK_OK && status != LNX_ACK_DISCARD) ||
+			    (r->cq && !lnx_cring_reserve(a->cring, serial))) {
+				*go = 1;
+				break;
+			}
+			s->ack_head++;
+			__atomic_store_n((uint64_t *)s->ack_pub, s->ack_head, __ATOMIC_RELEASE);
+			r->state = LNX_TXR_FREE;
+			r->gen++;
+			s->nout--;
+			if (r->cq) {
+				lnx_cring_put(a->cring, r->ctx, NULL,
+					      FI_SEND | (r->tagged ? FI_TAGGED : FI_MSG), 0, 0, 0,
+					      FI_ADDR_NOTAVAIL);
+				lnx_unlock(&a->cring->lock, serial);
+				done++;
+			}
+		}
+	}
+	return done;
+}
+
+/* lnx_arm_tx_out: C has rendezvous sends out (a hint, without the lock:
+ * the slots live as long as the endpoint, whose readers we count). */
+static int lnx_arm_tx_out(const struct lnx_arm *a)
+{
+	uint32_t n = __atomic_load_n(&a->ntx, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < n && i < LNX_ARM_TX; i++) {
+		const struct lnx_txslot *s =
+			(const struct lnx_txslot *)__atomic_load_n(&a->tx[i], __ATOMIC_RELAXED);
+		if (s && __atomic_load_n(&s->nout, __ATOMIC_RELAXED))
+			return 1;
+	}
+	return 0;
+}
+
 /* lnx_arm_take_net: lnx_arm_take's network part (a->lock held): read the
  * lent transport's core CQ and complete up to budget receives; what C
  * cannot complete stays stashed for Go. Returns the number completed, or
@@ -244,7 +317,7 @@ int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 	int done = 0, go = 0;
 	if (!a || !__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE))
 		goto out;
-	if (!a->net && !lnx_arm_ready(a)) {
+	if (!a->net && !lnx_arm_ready(a) && !lnx_arm_tx_out(a)) {
 		/* Nothing to take: the idle answer under the same hold of
 		 * readers, without the arm lock (an idle poll of Open MPI's
 		 * progress loop costs two locked operations, not five). */
@@ -258,6 +331,8 @@ int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 	}
 	if (!__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE))
 		goto unlock;
+	if (a->ntx)
+		done = lnx_arm_reap(a, serial, budget, &go);
 	for (uint32_t i = 0; i < a->nrings && !go && done < budget; i++) {
 		struct lnx_arm_ring *r = &a->r[i];
 		while (done < budget) {

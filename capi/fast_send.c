@@ -104,6 +104,85 @@ static ssize_t lnx_fast_put_net(struct lnx_arm *a, int serial, fi_addr_t dest, u
 }
 
 /*
+ * lnx_fast_put_rndv posts a rendezvous send (a message above the peer's
+ * eager limit, up to the slot's rndv_max) to a same-node peer's shm ring,
+ * the way shm.Endpoint.Send's sendRndv does: a record naming the buffer,
+ * under a cookie of the slot's own table (struct lnx_txrndv), which the
+ * receiver echoes in its ack. Only while Go has lent the endpoint (arm.lent,
+ * under arm.lock): fi_cq_read reaps the ack and completes the send in C
+ * (lnx_arm_reap), and Go adopts whatever is still out when it takes the
+ * endpoint back (shm.Endpoint.AdoptTx), so every send C posts has one
+ * owner at any time. The completion goes to the receive CQ's ring, so the
+ * transmit CQ must be that CQ. 0, or declined (Go sends): not lent, arm.lock
+ * busy, another CQ, the slot not ready or the receiver closed, its table
+ * or the arm's list of peers full, the record would wrap or the ring is
+ * full.
+ */
+static ssize_t lnx_fast_put_rndv(struct lnx_fast *f, struct lnx_txslot *s, int serial,
+				 uint64_t hflags, uint64_t tag, uint64_t data, const void *buf,
+				 size_t len, void *ctx, int want_cq)
+{
+	struct lnx_arm *a = &f->arm;
+	ssize_t ret = LNX_FAST_DECLINED;
+	if (len > __atomic_load_n(&s->rndv_max, __ATOMIC_RELAXED) ||
+	    !__atomic_load_n(&a->lent, __ATOMIC_RELAXED) || !lnx_trylock(&a->lock, serial))
+		return ret;
+	if (!__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) || !a->cring ||
+	    a->cring != __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE))
+		goto out;
+	uint32_t k = 0, j;
+	for (; k < a->ntx && a->tx[k] != (uintptr_t)s; k++)
+		;
+	if (k == a->ntx && k == LNX_ARM_TX)
+		goto out; /* C reaps for this many peers at most */
+	for (j = 0; j < LNX_TX_RNDV && s->r[j].state != LNX_TXR_FREE; j++)
+		;
+	if (j == LNX_TX_RNDV)
+		goto out;
+	lnx_lock(&s->lock, serial);
+	if (!s->ready || len > s->rndv_max ||
+	    __atomic_load_n((const uint64_t *)s->peer_state, __ATOMIC_ACQUIRE) != LNX_SHM_PEER_OPEN)
+		goto unlock;
+	uint64_t need = lnx_rec_len(LNX_REC_IOV);
+	uint64_t tail = s->tail, off = tail & s->mask;
+	if (off + need > s->size)
+		goto unlock;
+	if (tail + need + LNX_REC_LINE > s->head_cache + s->size) {
+		s->head_cache = __atomic_load_n((const uint64_t *)s->fwd_head, __ATOMIC_ACQUIRE);
+		if (tail + need + LNX_REC_LINE > s->head_cache + s->size)
+			goto unlock;
+	}
+	struct lnx_txrndv *r = &s->r[j];
+	struct lnx_rec *rec = (struct lnx_rec *)(s->ring + off);
+	uint64_t *body = (uint64_t *)((char *)rec + LNX_REC_HDR);
+	body[0] = (uint64_t)(uintptr_t)buf;
+	body[1] = len;
+	rec->kf = LNX_REC_RNDV | 1ull << 8 | hflags << 32;
+	rec->tag = tag;
+	rec->data = data;
+	rec->size = len;
+	rec->cookie = (uint64_t)r->gen << 32 | LNX_TX_RNDV_BIT | j;
+	r->ctx = ctx;
+	r->base = (uint64_t)(uintptr_t)buf;
+	r->len = len;
+	r->cq = want_cq != 0;
+	r->tagged = (hflags & LNX_HDR_TAGGED) != 0;
+	r->state = LNX_TXR_C;
+	__atomic_store_n(&rec->stamp, lnx_rec_stamp(tail, s->salt), __ATOMIC_RELEASE);
+	s->tail = tail + need;
+	s->nout++;
+	if (k == a->ntx)
+		a->tx[a->ntx++] = (uintptr_t)s;
+	a->tx_rndv++;
+	ret = 0;
+unlock:
+	lnx_unlock(&s->lock, serial);
+out:
+	lnx_unlock(&a->lock, serial);
+	return ret;
+}
+
+/*
  * lnx_fast_send sends a small message without a call into Go: to a peer on
  * this node through its shm ring, or to the network peer of a lent
  * transport, and queues the completion in the transmit CQ's C ring.
@@ -134,14 +213,21 @@ ssize_t lnx_fast_send(struct lnx_fast *f, int serial, const struct iovec *iov, s
 	    (((kind & LNX_OP_INJECT) || (txf & FI_INJECT)) && len > f->inject_size))
 		return LNX_FAST_DECLINED;
 	int want_cq = !(kind & LNX_OP_INJECT) && (!f->tx_sel || (txf & FI_COMPLETION));
-	struct lnx_cring *cr = __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE);
-	if (want_cq && (!cr || !lnx_cring_reserve(cr, serial)))
-		return LNX_FAST_DECLINED;
 	uint64_t hflags = (kind & LNX_OP_TAGGED) ? LNX_HDR_TAGGED : 0;
 	if ((kind & LNX_OP_DATA) || (txf & FI_REMOTE_CQ_DATA))
 		hflags |= LNX_HDR_DATA;
 	else
 		data = 0;
+	if (s && len > __atomic_load_n(&s->eager_max, __ATOMIC_RELAXED)) {
+		/* A rendezvous: the buffer is the receiver's to read until the
+		 * ack, so never an inject (its buffer is free on return). */
+		if ((kind & LNX_OP_INJECT) || (txf & FI_INJECT))
+			return LNX_FAST_DECLINED;
+		return lnx_fast_put_rndv(f, s, serial, hflags, tag, data, buf, len, ctx, want_cq);
+	}
+	struct lnx_cring *cr = __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE);
+	if (want_cq && (!cr || !lnx_cring_reserve(cr, serial)))
+		return LNX_FAST_DECLINED;
 	ssize_t ret = s ? lnx_fast_put_shm(s, serial, hflags, tag, data, buf, len) :
 			  lnx_fast_put_net(a, serial, dest, hflags, tag, data, buf, len);
 	if (want_cq) {

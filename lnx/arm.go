@@ -207,6 +207,9 @@ func (e *Endpoint) disarm() {
 		e.armAcks[i] = a.r[i].ackTail
 	}
 	a.net = 0
+	e.armNTx = copy(e.armTx[:], a.tx[:min(a.ntx, ArmTx)])
+	e.stats[kindShm].txRndvByC += a.txRndv
+	a.ntx, a.txRndv = 0, 0
 	for k := range a.doneMsgs {
 		e.stats[k].rxMsgs += a.doneMsgs[k]
 		e.stats[k].rxBytes += a.doneBytes[k]

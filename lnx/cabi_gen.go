@@ -26,6 +26,8 @@ const (
 	// ArmSlots is LNX_ARM_SLOTS, the most receives armed at once (a power
 	// of 2).
 	ArmSlots = 128
+	// ArmTx is LNX_ARM_TX, the most peers C has rendezvous sends out to.
+	ArmTx = 16
 	// FastPeers is LNX_FAST_PEERS, the bound of the fi_addrs C can send
 	// to.
 	FastPeers = 4096
@@ -159,6 +161,14 @@ type armMem struct {
 	done      [ArmSlots]byte
 	goDone    [ArmSlots]byte
 	s         [ArmSlots]armSlot
+
+	// The struct lnx_txslot * of the peers C has rendezvous sends out to
+	// (struct lnx_txslot's nout > 0), under lock; Go adopts them when it
+	// takes the endpoint back, and clears ntx.
+	ntx    uint32
+	_      uint32
+	tx     [ArmTx]uintptr
+	txRndv uint64 // rendezvous sends C posted (statistics), under lock
 }
 
 // fastMem mirrors struct lnx_fast: an endpoint's C fast paths (fast.go), in C

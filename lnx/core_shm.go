@@ -23,6 +23,11 @@ import (
 // ring.
 var shmConfig = shm.Config{RingBytes: 128 << 10, EagerMax: 8 << 10}
 
+// fastRndvMax is the largest shm rendezvous send C posts itself
+// (FI_LNX_FAST_RNDV): the largest a receiver's C copies too
+// (LNX_ARM_RNDV_MAX in capi/arm.c).
+const fastRndvMax = 4 << 20
+
 // shmCore is the core adapter (core.go) of the endpoint's own
 // shared-memory core. Lent to C, it means the inbound rings: C reads
 // their records and advances the heads Go adopts back at takeBack.
@@ -103,8 +108,28 @@ func (c *shmCore) lend(a *armMem, _ uint64) bool {
 
 // takeBack adopts the ring positions C consumed up to, and the ack ring
 // positions after the rendezvous records it acknowledged (disarm copied
-// them to armAcks beside heads).
-func (c *shmCore) takeBack(heads []uint64) { c.ep.ResyncAcks(heads, c.e.armAcks[:len(heads)]) }
+// them to armAcks beside heads); then the rendezvous sends C posted and
+// has not seen acknowledged (disarm copied their slots to armTx) become
+// Go's, completed as Send's are.
+func (c *shmCore) takeBack(heads []uint64) {
+	c.ep.ResyncAcks(heads, c.e.armAcks[:len(heads)])
+	e := c.e
+	for i := range e.armNTx {
+		// C memory (the shm endpoint's slot arena), never Go's.
+		s := *(**shm.TxSlot)(unsafe.Pointer(&e.armTx[i]))
+		c.ep.AdoptTx(s, e.adoptSend)
+		e.armTx[i] = 0
+	}
+	e.armNTx = 0
+}
+
+// adoptSend makes a rendezvous send C posted one of Go's (e locked): it
+// completes when shm's Poll reports its ack (onSendDone).
+func (e *Endpoint) adoptSend(o shm.OutsideSend) uint64 {
+	e.nextSend++
+	e.sends[e.nextSend] = &sendCtx{ctx: o.Ctx, flags: fi.SEND | opKindFlags(o.Tagged), len: o.Len, cq: o.CQ}
+	return e.nextSend
+}
 
 // coreAddrs returns the blobs of a's cores of one kind, in link order.
 func coreAddrs(a *Addr, kind byte) [][]byte {

@@ -176,6 +176,10 @@ type epFast struct {
 	// armAcks: the ack ring positions C left beside armHeads (rendezvous
 	// records C acknowledged), for the shm core's takeBack.
 	armAcks [ArmRings]uint64
+	// armTx: the TxSlots C posted rendezvous sends through while lent
+	// (armMem.tx, copied by disarm); the shm core adopts them at takeBack.
+	armTx  [ArmTx]uintptr
+	armNTx int
 }
 
 // OpenEndpoint opens an endpoint and its core endpoints.
@@ -200,7 +204,11 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	e.hmemOn = hmem.Available() // without a runtime no buffer is ever classified
 	e.ipcOn = e.hmemOn && d.cfg.HmemIPC
 	if d.Link.Group.HasShm() {
-		se, err := shm.Open(shmConfig)
+		cfg := shmConfig
+		if d.cfg.FastRndv {
+			cfg.OutsideRndvMax = fastRndvMax
+		}
+		se, err := shm.Open(cfg)
 		if err != nil {
 			code := fi.ENODEV
 			if errors.Is(err, syscall.ENOSPC) {
@@ -463,6 +471,10 @@ func (e *Endpoint) Close() error {
 	defer e.unlock()
 	if e.cfg().DumpStats {
 		e.dumpStats(os.Stderr)
+	}
+	if n := e.stats[kindShm].txRndvByC; n > 0 {
+		// C's fast sends are off with FI_LNX_DUMP_STATS: said here.
+		logging.Infof(logging.EPData, "pid %d: %d shm rendezvous sends posted in C", os.Getpid(), n)
 	}
 	// Stop C's fast sends and leave the CQs first: both may be reading
 	// shm memory that closing the cores unmaps. Receives C queued become

@@ -21,6 +21,7 @@ type coreStats struct {
 	reordered                                uint64 // PER_MSG arrivals held back for an earlier one
 	rxByC                                    uint64 // of rxMsgs, those lnx's C layer completed (armed receives)
 	rxRndvByC                                uint64 // of rxByC, shm rendezvous messages (one process_vm_readv in C)
+	txRndvByC                                uint64 // shm rendezvous sends C posted (fast_send.c; logged at close)
 	rxByPeer                                 uint64 // of rxMsgs, those a peer-API core placed and completed (core_peer.go)
 	// One-sided operations this endpoint initiated over the core (and
 	// the bytes they address at the target), and requests it executed

@@ -7,6 +7,37 @@ package shm
 
 import "structs"
 
+// Constants of capi/include/lnx_capi.h.
+const (
+	// TxRndvs is LNX_TX_RNDV, the rendezvous sends C may have out through
+	// one TxSlot.
+	TxRndvs = 64
+	// txRndvBit is LNX_TX_RNDV_BIT, the bit of a cookie's slot index that
+	// names a TxSlot's table.
+	txRndvBit = 2147483648
+	// txrFree is LNX_TXR_FREE, a TxRndv entry unused.
+	txrFree = 0
+	// txrC is LNX_TXR_C, a TxRndv entry C posted and reaps.
+	txrC = 1
+	// txrGo is LNX_TXR_GO, a TxRndv entry Go adopted.
+	txrGo = 2
+)
+
+// TxRndv mirrors struct lnx_txrndv: a rendezvous send C posted through a
+// TxSlot (txslot.go), in its arena. See docs/design.md for who writes and
+// reads each word.
+type TxRndv struct {
+	_ structs.HostLayout
+
+	Ctx    uintptr // the send's context
+	Base   uint64  // the sender's buffer
+	Len    uint64  // its length
+	Gen    uint32  // the cookie's generation
+	State  uint32  // LNX_TXR_*
+	Cq     uint32  // 1: a completion is wanted
+	Tagged uint32
+}
+
 // TxSlot mirrors struct lnx_txslot: a peer's send-side ring state (txslot.go),
 // in an anonymous mapping outside the Go heap (txArena). See docs/design.md
 // for who writes and reads each word.
@@ -24,7 +55,23 @@ type TxSlot struct {
 	EagerMax  uint64
 	FwdHead   uintptr // const volatile uint64_t *: receiver's consumed position
 	PeerState uintptr // const volatile uint64_t *: receiver's endpoint state
-	_         [40]byte
+
+	// Rendezvous sends C posts itself (fast_send.c), only while Go has
+	// lent the endpoint (struct lnx_arm's lent, which orders every access
+	// below: C's under arm.lock, Go's under its endpoint lock with nothing
+	// lent). Their acks arrive in the channel's ack ring; C reaps them in
+	// fi_cq_read (arm.c), and Go adopts those still out when it takes the
+	// endpoint back (shm.Endpoint.AdoptTx).
+	RndvMax  uint64  // Go: largest one C may post (0: none)
+	Ack      uintptr // Go: the channel's ack ring base (struct lnx_ack)
+	AckMask  uint64  // Go: entries - 1
+	AckHead  uint64  // next ack to reap: Go's copy, C's while it has sends out
+	AckPub   uintptr // Go: uint64_t *: where the reaped position is published
+	BulkReq  uintptr // Go: const volatile uint64_t *: the receiver's fallback copy request
+	BulkSeen uint64  // Go: the request Go served last
+	Nout     uint32  // C: entries in state LNX_TXR_C
+	_        uint32
+	R        [TxRndvs]TxRndv
 }
 
 // recHdr mirrors struct lnx_rec: the header of a forward-ring record

@@ -67,6 +67,11 @@ type Config struct {
 	// keeps its endpoint open.
 	StallTimeout time.Duration
 
+	// OutsideRndvMax is the largest message an outside writer (lnx's C
+	// fast path) may send by rendezvous itself through a peer's TxSlot
+	// (TxSlot.RndvMax); 0, or DisableCMA, lets it send none. See AdoptTx.
+	OutsideRndvMax uint64
+
 	// OnError, if set, is called (from Poll) when a peer's inbound ring is
 	// dropped because of corrupt data. src is the sender's endpoint id.
 	OnError func(src uint64, err error)
@@ -262,6 +267,7 @@ type Peer struct {
 
 	slots       []sendSlot
 	free        []uint32
+	cslots      []sendSlot // the sends of tx.R Go adopted (AdoptTx), by index
 	outstanding int
 	maxOut      int
 	busyIdx     int
@@ -350,6 +356,8 @@ type Endpoint struct {
 	riov [MaxIOV]unix.RemoteIovec
 
 	txa txArena
+	// txPeers finds the peer of a TxSlot an outside writer names (AdoptTx).
+	txPeers map[*TxSlot]*Peer
 }
 
 // RegionHook, if set, is told the path of every region this process
@@ -538,6 +546,12 @@ func (e *Endpoint) Connect(addr []byte) (*Peer, error) {
 		watchIdx: len(e.watch),
 	}
 	e.peers[a.id] = p
+	if p.tx != nil {
+		if e.txPeers == nil {
+			e.txPeers = map[*TxSlot]*Peer{}
+		}
+		e.txPeers[p.tx] = p
+	}
 	e.watch = append(e.watch, p)
 	for i := range e.in {
 		if r := &e.in[i]; r.state != ringIdle && r.owner == a.id {
@@ -608,6 +622,12 @@ func (e *Endpoint) markDead(p *Peer) {
 		if p.slots[i].inUse {
 			e.failed = append(e.failed, doneEvt{p.slots[i].sendID, ErrPeerGone})
 			p.freeSlot(uint32(i))
+		}
+	}
+	for i := range p.cslots {
+		if p.cslots[i].inUse {
+			e.failed = append(e.failed, doneEvt{p.cslots[i].sendID, ErrPeerGone})
+			p.freeSlot(uint32(i) | txRndvBit)
 		}
 	}
 	p.slots, p.free = nil, nil
@@ -753,6 +773,7 @@ func (e *Endpoint) Close() error {
 		p.tx = nil // the arena goes below
 	}
 	e.peers = nil
+	e.txPeers = nil
 	e.watch = nil
 	e.txa.free()
 	e.busy = nil

@@ -246,15 +246,34 @@ func (p *Peer) allocSlot() uint32 {
 	return idx
 }
 
+// slot returns the send slot a valid index (lookup) names: Go's own, or
+// one of the outside writer's Go adopted (txRndvBit set).
+func (p *Peer) slot(idx uint32) *sendSlot {
+	if idx&txRndvBit != 0 {
+		return &p.cslots[idx&^txRndvBit]
+	}
+	return &p.slots[idx]
+}
+
 func (p *Peer) freeSlot(idx uint32) {
-	s := &p.slots[idx]
+	s := p.slot(idx)
 	s.inUse = false
 	s.gen++
 	for i := range s.iov[:s.niov] {
 		s.iov[i] = nil
 	}
 	s.niov = 0
-	p.free = append(p.free, idx)
+	if idx&txRndvBit != 0 {
+		// The outside writer's entry: free for its next send, under a
+		// new cookie (Go writes it only with nothing lent).
+		if p.tx != nil && p.tx.R[idx&^txRndvBit].State == txrGo {
+			r := &p.tx.R[idx&^txRndvBit]
+			r.Gen++
+			r.State = txrFree
+		}
+	} else {
+		p.free = append(p.free, idx)
+	}
 	p.outstanding--
 	if p.st.active && p.st.slot == idx {
 		p.st.active = false
@@ -264,10 +283,17 @@ func (p *Peer) freeSlot(idx uint32) {
 // lookup validates a cookie received from the peer.
 func (p *Peer) lookup(cookie uint64) (uint32, bool) {
 	idx := uint32(cookie)
-	if uint64(idx) >= uint64(len(p.slots)) {
+	var s *sendSlot
+	if idx&txRndvBit != 0 {
+		if j := idx &^ txRndvBit; j < uint32(len(p.cslots)) {
+			s = &p.cslots[j]
+		}
+	} else if uint64(idx) < uint64(len(p.slots)) {
+		s = &p.slots[idx]
+	}
+	if s == nil {
 		return 0, false
 	}
-	s := &p.slots[idx]
 	if !s.inUse || s.gen != uint32(cookie>>32) {
 		return 0, false
 	}
@@ -357,7 +383,7 @@ func (e *Endpoint) reapAcks(p *Peer, cb func(uint64, error)) int {
 		if !ok {
 			continue // bogus ack from a confused or hostile receiver
 		}
-		sid := p.slots[idx].sendID
+		sid := p.slot(idx).sendID
 		p.freeSlot(idx)
 		var err error
 		if status != ackOK && status != ackDiscard {
@@ -365,6 +391,9 @@ func (e *Endpoint) reapAcks(p *Peer, cb func(uint64, error)) int {
 		}
 		cb(sid, err)
 		n++
+	}
+	if p.tx != nil {
+		p.tx.AckHead = p.ackHead // an outside writer's sends reap from here
 	}
 	return n
 }
@@ -374,6 +403,9 @@ func (e *Endpoint) serveBulk(p *Peer) {
 	ctl := p.ctl
 	if req := uint32(atomic.LoadUint64(&ctl.bulkReq)); req != p.bulkSeen {
 		p.bulkSeen = req
+		if p.tx != nil {
+			p.tx.BulkSeen = uint64(req)
+		}
 		cookie := atomic.LoadUint64(&ctl.bulkCookie)
 		want := atomic.LoadUint64(&ctl.bulkWant)
 		idx, ok := p.lookup(cookie)
@@ -382,7 +414,7 @@ func (e *Endpoint) serveBulk(p *Peer) {
 			atomic.StoreUint64(&ctl.bulkFill, uint64(req)<<32|fillErr)
 			return
 		}
-		s := &p.slots[idx]
+		s := p.slot(idx)
 		want = min(want, s.size)
 		p.st = stream{active: true, gen: req, slot: idx, want: want, cur: iovCursor{iov: s.iov[:s.niov]}}
 	}

@@ -109,6 +109,68 @@ func (p *Peer) txRing() {
 	p.tx.Mask, p.tx.Size, p.tx.Salt, p.tx.EagerMax = p.mask, p.size, p.salt, p.eagerMax
 	p.tx.FwdHead = uintptr(unsafe.Pointer(&p.ctl.fwdHead))
 	p.tx.PeerState = uintptr(unsafe.Pointer(&p.hdr.state))
+	// Rendezvous sends of the outside writer: only those the receiver may
+	// pull with process_vm_readv (a request for the fallback copy sends
+	// the writer to Go, which serves it after AdoptTx).
+	p.tx.RndvMax = 0
+	if !p.e.cfg.DisableCMA && p.e.cfg.OutsideRndvMax > p.eagerMax {
+		p.tx.RndvMax = p.e.cfg.OutsideRndvMax
+	}
+	p.tx.Ack, p.tx.AckMask, p.tx.AckHead = uintptr(p.ackRing), p.ackMask, p.ackHead
+	p.tx.AckPub = uintptr(unsafe.Pointer(&p.ctl.ackHead))
+	p.tx.BulkReq = uintptr(unsafe.Pointer(&p.ctl.bulkReq))
+	p.tx.BulkSeen = uint64(p.bulkSeen)
+}
+
+// OutsideSend is a rendezvous send an outside writer posted through a
+// TxSlot (TxRndv) that AdoptTx hands to the caller.
+type OutsideSend struct {
+	Ctx    unsafe.Pointer // the send's context, as the writer stored it
+	Len    uint64
+	Tagged bool
+	CQ     bool // a completion is wanted
+}
+
+// AdoptTx takes over the rendezvous sends an outside writer posted through
+// s (entries in state txrC) and did not see acknowledged, once the writer
+// has stopped (the caller's lending protocol guarantees it): each becomes
+// one of the peer's outstanding sends, id(o) its send id, reported by Poll
+// as Send's are (acknowledged, failed, the peer gone), its buffer served
+// for a fallback copy. The slot's ack position, which the writer advanced
+// as it reaped, becomes the peer's. A slot of no peer of e is ignored.
+func (e *Endpoint) AdoptTx(s *TxSlot, id func(OutsideSend) uint64) {
+	p := e.txPeers[s]
+	if p == nil || p.tx != s {
+		return
+	}
+	p.ackHead = s.AckHead
+	s.Nout = 0
+	for j := range s.R {
+		r := &s.R[j]
+		if r.State != txrC {
+			continue
+		}
+		r.State = txrGo
+		if p.cslots == nil {
+			p.cslots = make([]sendSlot, TxRndvs)
+		}
+		o := OutsideSend{Ctx: *(*unsafe.Pointer)(unsafe.Pointer(&r.Ctx)), Len: r.Len, Tagged: r.Tagged != 0,
+			CQ: r.Cq != 0}
+		cs := &p.cslots[j]
+		*cs = sendSlot{sendID: id(o), size: r.Len, gen: r.Gen, inUse: true, niov: 1}
+		// The application's buffer, never Go's memory.
+		cs.iov[0] = unsafe.Slice(*(**byte)(unsafe.Pointer(&r.Base)), r.Len)
+		p.outstanding++
+		if p.dead {
+			// Gone meanwhile: Poll reports it.
+			e.failed = append(e.failed, doneEvt{cs.sendID, ErrPeerGone})
+			p.freeSlot(uint32(j) | txRndvBit)
+		}
+	}
+	if p.outstanding > 0 && p.busyIdx < 0 && !p.dead {
+		p.busyIdx = len(e.busy)
+		e.busy = append(e.busy, p)
+	}
 }
 
 // txDisable stops outside writers before p's ring goes away.

@@ -115,6 +115,27 @@ struct lnx_cq {
  * eager records to the peer's shm ring under lock, as shm.Endpoint.Send
  * does, when ready says the ring is claimed and mapped.
  */
+/*
+ * One rendezvous send C posted through a struct lnx_txslot. Its cookie
+ * (what the receiver echoes in the ack) is gen<<32 | LNX_TX_RNDV_BIT | its
+ * index, apart from Go's own (shm's send slots). LNX_TXR_FREE: unused;
+ * LNX_TXR_C: C's, C reaps its ack; LNX_TXR_GO: Go adopted it and frees it
+ * (gen + 1) when its ack comes or the peer is gone.
+ */
+#define LNX_TX_RNDV	64
+#define LNX_TX_RNDV_BIT 0x80000000u
+#define LNX_TXR_FREE	0
+#define LNX_TXR_C	1
+#define LNX_TXR_GO	2
+struct lnx_txrndv {
+	void *ctx;	/* the send's context */
+	uint64_t base;	/* the sender's buffer */
+	uint64_t len;	/* its length */
+	uint32_t gen;	/* the cookie's generation */
+	uint32_t state; /* LNX_TXR_* */
+	uint32_t cq;	/* 1: a completion is wanted */
+	uint32_t tagged;
+};
 struct lnx_txslot {
 	uint32_t lock;	/* every writer, C or Go, holds it */
 	uint32_t ready; /* Go: 1 only while the ring is claimed and mapped */
@@ -125,7 +146,23 @@ struct lnx_txslot {
 	uint64_t salt, eager_max;
 	uintptr_t fwd_head;   /* const volatile uint64_t *: receiver's consumed position */
 	uintptr_t peer_state; /* const volatile uint64_t *: receiver's endpoint state */
-	uint8_t pad[40];
+	/* Rendezvous sends C posts itself (fast_send.c), only while Go has
+	 * lent the endpoint (struct lnx_arm's lent, which orders every access
+	 * below: C's under arm.lock, Go's under its endpoint lock with nothing
+	 * lent). Their acks arrive in the channel's ack ring; C reaps them in
+	 * fi_cq_read (arm.c), and Go adopts those still out when it takes the
+	 * endpoint back (shm.Endpoint.AdoptTx). */
+	uint64_t rndv_max; /* Go: largest one C may post (0: none) */
+	uintptr_t ack;	   /* Go: the channel's ack ring base (struct lnx_ack) */
+	uint64_t ack_mask; /* Go: entries - 1 */
+	uint64_t ack_head; /* next ack to reap: Go's copy, C's while it has sends out */
+	uintptr_t ack_pub; /* Go: uint64_t *: where the reaped position is published */
+	uintptr_t
+		bulk_req; /* Go: const volatile uint64_t *: the receiver's fallback copy request */
+	uint64_t bulk_seen; /* Go: the request Go served last */
+	uint32_t nout;	    /* C: entries in state LNX_TXR_C */
+	uint32_t pad;
+	struct lnx_txrndv r[LNX_TX_RNDV];
 };
 /* *peer_state while the receiving endpoint is open (shm.PeerOpen). */
 #define LNX_SHM_PEER_OPEN 1
@@ -153,6 +190,7 @@ struct lnx_rec {
 #define LNX_REC_MAX_IOV 16
 #define LNX_REC_NOCMA	0x10000
 #define LNX_ACK_OK	0
+#define LNX_ACK_DISCARD 1
 #define LNX_ACK_BYTES	32
 struct lnx_ack {
 	uint64_t stamp; /* sequence + 1, stored last (release) */
@@ -224,6 +262,8 @@ struct lnx_arm_ring {
 /* An armed receive: one Go lent (go_index is its index in Go's list) or
  * one C posted while lent (go_index is -1). */
 #define LNX_ARM_SLOTS 128
+/* The most peers C has its own rendezvous sends out to at once. */
+#define LNX_ARM_TX 16
 struct lnx_arm_slot {
 	void *buf;
 	uint64_t len;
@@ -260,6 +300,13 @@ struct lnx_arm {
 	uint8_t done[LNX_ARM_SLOTS];
 	uint8_t go_done[LNX_ARM_SLOTS];
 	struct lnx_arm_slot s[LNX_ARM_SLOTS];
+	/* The struct lnx_txslot * of the peers C has rendezvous sends out to
+	 * (struct lnx_txslot's nout > 0), under lock; Go adopts them when it
+	 * takes the endpoint back, and clears ntx. */
+	uint32_t ntx;
+	uint32_t pad_tx;
+	uintptr_t tx[LNX_ARM_TX];
+	uint64_t tx_rndv; /* rendezvous sends C posted (statistics), under lock */
 };
 struct lnx_fast {
 	uint32_t on;		  /* Go: C may send */

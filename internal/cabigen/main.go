@@ -106,6 +106,7 @@ var outputs = []output{
 			{"QueuedIov", "LNX_RXQ_IOV", "the kind bit of a queued receive of one buffer (else none)."},
 			{"ArmRings", "LNX_ARM_RINGS", "the most inbound rings lent: with more, nothing is armed."},
 			{"ArmSlots", "LNX_ARM_SLOTS", "the most receives armed at once (a power of 2)."},
+			{"ArmTx", "LNX_ARM_TX", "the most peers C has rendezvous sends out to."},
 			{"FastPeers", "LNX_FAST_PEERS", "the bound of the fi_addrs C can send to."},
 		},
 		checked: []constant{{name: "hdrTagged", macro: "LNX_HDR_TAGGED"}, {name: "hdrData", macro: "LNX_HDR_DATA"}},
@@ -113,6 +114,7 @@ var outputs = []output{
 	{
 		pkg: "shm", dir: "shm",
 		structs: []goStruct{
+			{c: "lnx_txrndv", name: "TxRndv", export: true, doc: "a rendezvous send C posted through a TxSlot (txslot.go), in its arena."},
 			{c: "lnx_txslot", name: "TxSlot", export: true, doc: "a peer's send-side ring state (txslot.go), in an anonymous mapping outside the Go heap (txArena)."},
 			{c: "lnx_rec", name: "recHdr", doc: "the header of a forward-ring record (layout.go), in a shm region."},
 			{c: "lnx_ack", name: "ackEnt", doc: "an entry of a channel's ack ring (layout.go), in a shm region."},
@@ -123,6 +125,14 @@ var outputs = []output{
 			{name: "recRndv", macro: "LNX_REC_RNDV"}, {name: "iovBytes", macro: "LNX_REC_IOV"},
 			{name: "MaxIOV", macro: "LNX_REC_MAX_IOV"}, {name: "rfNoCMA", macro: "LNX_REC_NOCMA"},
 			{name: "ackOK", macro: "LNX_ACK_OK"}, {name: "ackBytes", macro: "LNX_ACK_BYTES"},
+			{name: "ackDiscard", macro: "LNX_ACK_DISCARD"},
+		},
+		gen: []constant{
+			{"TxRndvs", "LNX_TX_RNDV", "the rendezvous sends C may have out through one TxSlot."},
+			{"txRndvBit", "LNX_TX_RNDV_BIT", "the bit of a cookie's slot index that names a TxSlot's table."},
+			{"txrFree", "LNX_TXR_FREE", "a TxRndv entry unused."},
+			{"txrC", "LNX_TXR_C", "a TxRndv entry C posted and reaps."},
+			{"txrGo", "LNX_TXR_GO", "a TxRndv entry Go adopted."},
 		},
 	},
 	{

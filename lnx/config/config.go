@@ -56,6 +56,7 @@ type Config struct {
 	// API (FI_LNX_PEER_API, libfabric 2.x only; default off).
 	PeerAPI    bool
 	FastSend   bool
+	FastRndv   bool
 	FastRecv   bool
 	ArmRecv    bool
 	RearmRecv  bool
@@ -85,6 +86,7 @@ func Load(getenv func(string) string) *Config {
 		NativeRMA:     !r.off(NativeRMA),
 		PeerAPI:       r.on(PeerAPI),
 		FastSend:      !r.off(FastSend),
+		FastRndv:      !r.off(FastRndv),
 		FastRecv:      !r.off(FastRecv),
 		ArmRecv:       !r.off(ArmRecv),
 		RearmRecv:     !r.off(RearmRecv),

@@ -17,6 +17,7 @@ const (
 	NetCredits         = "FI_LNX_NET_CREDITS"
 	NetRead            = "FI_LNX_NET_READ"
 	FastSend           = "FI_LNX_FAST_SEND"
+	FastRndv           = "FI_LNX_FAST_RNDV"
 	FastRecv           = "FI_LNX_FAST_RECV"
 	ArmRecv            = "FI_LNX_ARM_RECV"
 	RearmRecv          = "FI_LNX_REARM_RECV"
@@ -74,6 +75,8 @@ var Vars = []Var{
 		"(shm as fi_shm, tcp;ofi_rxm) through the peer API instead of lnx's transport adapter (default: off)."},
 	{NetRead, ParamBool, "Large network sends of one buffer are read by the receiver (RMA) where the core can (default: on)."},
 	{FastSend, ParamBool, "Write small sends to peers on this node from C, without calling into Go (default: on)."},
+	{FastRndv, ParamBool, "With FI_LNX_FAST_SEND, C also posts shm rendezvous sends (above the eager limit, up to 4 MiB) " +
+		"while receives are armed, and reaps their acknowledgements in fi_cq_read (default: on)."},
 	{FastRecv, ParamBool, "Queue receives into one host buffer in C; Go posts them in order when it next runs (default: on)."},
 	{ArmRecv, ParamBool, "With one receive posted and nothing unexpected, complete small shm messages, and network " +
 		"messages of one peer, in C (default: on)."},

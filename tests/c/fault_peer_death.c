@@ -29,6 +29,14 @@
  *                  target that has stopped progressing; it is killed, and
  *                  every one of them must complete with an error entry
  *                  (and count as an error on the FI_WRITE/FI_READ counter).
+ * With "armed" (the endpoint set up as Open MPI's ofi MTL sets it up, so
+ * that lnx lends it to its C layer, which then posts shm rendezvous sends
+ * itself and reaps their acks in fi_cq_read):
+ *   armed_receiver_dies: a window of rendezvous sends (64 KiB to 4 MiB) to
+ *                  a peer that never receives and is killed; every one
+ *                  must complete with an error entry, once, and none
+ *                  before. Its ctest checks (FI_LOG_LEVEL=info) that C
+ *                  posted them.
  * Each case then pings a fresh peer to show the survivor is intact.
  *
  * Peers are fresh executions of this program (fork + exec): a Go runtime,
@@ -305,6 +313,54 @@ static void receiver_dies(struct lnx *l)
 	send_to_killed_receiver(l, buf, BIG, 0x78, "receiver_dies");
 }
 
+/* A window of rendezvous sends to a peer that never receives; it is
+ * killed, and each send must fail, once (armed mode: C posts them). */
+#define ARMED_SENDS 6
+static void armed_receiver_dies(struct lnx *l)
+{
+	static char buf[ARMED_SENDS][BIG];
+	static const size_t len[ARMED_SENDS] = { 65536, 16385, 8193, 1 << 20, 65536, BIG };
+	fi_addr_t addr;
+	int rfd;
+	pid_t pid = spawn(l, PEER_IDLE, &addr, &rfd);
+	wait_signal(l, rfd);
+	/* A first (eager) message, which Go sends: it connects to the peer and
+	 * publishes it to C. Then lnx lends the endpoint to C again. */
+	static char hello = 1;
+	struct fi_context2 ctx[ARMED_SENDS];
+	struct fi_cq_tagged_entry e;
+	POST(l->cq, fi_tsend(l->ep, &hello, 1, NULL, addr, 0x7f, &ctx[0]));
+	wait_ok(l->cq, &e, NULL, "armed_receiver_dies: eager send");
+	progress_for(l->cq, 20);
+	for (int i = 0; i < ARMED_SENDS; i++)
+		POST(l->cq, fi_tsend(l->ep, buf[i], len[i], NULL, addr, 0x80 + i, &ctx[i]));
+	progress_for(l->cq, 20);
+	expect_no_completion(l->cq, 0, "armed_receiver_dies");
+	reap(pid);
+	int seen[ARMED_SENDS] = { 0 };
+	uint64_t t0 = now_ms();
+	for (int n = 0; n < ARMED_SENDS; n++) {
+		struct fi_cq_err_entry err;
+		int r = wait_cq(l->cq, NULL, NULL, &err, WAIT_MS);
+		EXPECT(r < 0 && r != -FI_ETIMEDOUT,
+		       "armed_receiver_dies: wait_cq %d (want an error entry)", r);
+		if (r >= 0 || r == -FI_ETIMEDOUT)
+			break;
+		int i = 0;
+		while (i < ARMED_SENDS && err.op_context != &ctx[i])
+			i++;
+		EXPECT(i < ARMED_SENDS && !seen[i] && (err.flags & FI_SEND),
+		       "armed_receiver_dies: error entry %d: context %p flags %#llx", n,
+		       err.op_context, (unsigned long long)err.flags);
+		if (i < ARMED_SENDS)
+			seen[i]++;
+	}
+	note("armed_receiver_dies: %d error entries after %llu ms", ARMED_SENDS,
+	     (unsigned long long)(now_ms() - t0));
+	expect_no_completion(l->cq, 0, "armed_receiver_dies (after the errors)");
+	close(rfd);
+}
+
 static void ring_full(struct lnx *l)
 {
 	fi_addr_t addr;
@@ -463,6 +519,16 @@ int main(int argc, char **argv)
 		ping_fresh_peer(&l);
 		lnx_close(&l);
 		printf("fault_peer_death tcp: ok\n");
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "armed")) {
+		o.selective = 1;
+		lnx_open(&l, &o);
+		ping_fresh_peer(&l);
+		armed_receiver_dies(&l);
+		ping_fresh_peer(&l);
+		lnx_close(&l);
+		printf("fault_peer_death armed: ok\n");
 		return 0;
 	}
 	if (argc > 1 && !strcmp(argv[1], "device")) {

@@ -18,7 +18,12 @@
  * post a receive shorter than the message: FI_ETRUNC with the right olen,
  * the part that fits delivered (Go's path). The sender checks its
  * completions. Its ctest checks FI_LNX_DUMP_STATS's "by rendezvous" count
- * (messages C pulled).
+ * (messages C pulled). Then a window each way (see window()): rendezvous
+ * sends posted before any receive, none completing until the receives are
+ * posted. The sending side of these is lnx's C layer's too while the
+ * endpoint is lent (fast_send.c posts the record, fi_cq_read reaps the
+ * ack): a ctest checks, at FI_LOG_LEVEL=info, that both processes' C
+ * posted some.
  *
  * "domain" opens the domain with FI_THREAD_DOMAIN (no locks in C);
  * "nocma" makes process_vm_readv fail with EPERM in both processes (a
@@ -70,6 +75,89 @@ static void check_recv(const struct fi_cq_tagged_entry *e, size_t len, const voi
 	       (unsigned long long)e->data);
 	EXPECT(e->tag == tag, "round %d: tag %#llx, want %#llx", i, (unsigned long long)e->tag,
 	       (unsigned long long)tag);
+}
+
+/*
+ * window: rank `from` posts WINDOW rendezvous sends (lnx's C layer posts
+ * them itself while the endpoint is lent, up to its table's worth, and Go
+ * the rest) before the other rank has posted any receive; no send may
+ * complete before then (the receiver does not progress: a quiet barrier),
+ * however often the sender reads its CQ. The receiver then posts the
+ * receives, which must complete in order, each with its length, tag, CQ
+ * data and payload and nothing past it; every send completes once.
+ */
+#define WINDOW 80
+#define WPOLLS 20000
+#define WBASE  0x4000
+static size_t wlen(int j)
+{
+	static const size_t l[] = { 8193, 65536, 16384, 40000, 9000, 32769 };
+	return l[j % 6];
+}
+
+static void window(struct peer *p, int from)
+{
+	fi_addr_t d = peer_addr(p);
+	struct fi_context2 ctx[WINDOW];
+	uint8_t *b[WINDOW];
+	for (int j = 0; j < WINDOW; j++)
+		b[j] = xmalloc(MAXLEN + GUARD_LEN);
+	barrier(p);
+	if (p->rank == from) {
+		for (int j = 0; j < WINDOW; j++) {
+			fill_pattern(b[j], wlen(j), 9000 + j);
+			POST(p->l.cq, fi_tsenddata(p->l.ep, b[j], wlen(j), NULL, 0xd0 + j, d,
+						   WBASE + j, &ctx[j]));
+		}
+		struct fi_cq_tagged_entry e;
+		for (int k = 0; k < WPOLLS; k++) {
+			ssize_t r = fi_cq_read(p->l.cq, &e, 1);
+			EXPECT(r == -FI_EAGAIN,
+			       "window: a send completed (%zd, context %p) before any "
+			       "receive was posted",
+			       r, r == 1 ? e.op_context : NULL);
+			if (r != -FI_EAGAIN)
+				break;
+		}
+		barrier_quiet(p); /* now the receiver posts */
+		int seen[WINDOW] = { 0 };
+		for (int n = 0; n < WINDOW; n++) {
+			wait_ok(p->l.cq, &e, NULL, "window send");
+			int j = (int)(((struct fi_context2 *)e.op_context) - ctx);
+			EXPECT(j >= 0 && j < WINDOW && !seen[j] && (e.flags & FI_SEND) &&
+				       (e.flags & FI_TAGGED),
+			       "window: send completion %d: context %p flags %#llx", n,
+			       e.op_context, (unsigned long long)e.flags);
+			if (j >= 0 && j < WINDOW)
+				seen[j]++;
+		}
+	} else {
+		barrier_quiet(p);
+		for (int j = 0; j < WINDOW; j++) {
+			memset(b[j], 0xee, MAXLEN + GUARD_LEN);
+			POST(p->l.cq,
+			     fi_trecv(p->l.ep, b[j], MAXLEN, NULL, d, WBASE + j, 0, &ctx[j]));
+		}
+		for (int j = 0; j < WINDOW; j++) {
+			struct fi_cq_tagged_entry e;
+			wait_ok(p->l.cq, &e, NULL, "window receive");
+			EXPECT(e.op_context == &ctx[j],
+			       "window: receive %d completed with context %p, "
+			       "want %p",
+			       j, e.op_context, (void *)&ctx[j]);
+			check_recv(&e, wlen(j), b[j], 1, 0xd0 + j, WBASE + j, 1000 + j);
+			long long off = check_pattern(b[j], wlen(j), 9000 + j);
+			EXPECT(off < 0, "window: receive %d differs at %lld", j, off);
+			for (size_t k = wlen(j); k < MAXLEN + GUARD_LEN; k++)
+				if (b[j][k] != 0xee) {
+					FAIL("window: receive %d: byte %zu past the message", j, k);
+					break;
+				}
+		}
+	}
+	barrier(p);
+	for (int j = 0; j < WINDOW; j++)
+		free(b[j]);
 }
 
 static void pingpong(struct peer *p, void *arg)
@@ -139,6 +227,8 @@ static void pingpong(struct peer *p, void *arg)
 	barrier(p);
 	free(rb);
 	free(sb);
+	window(p, 0);
+	window(p, 1);
 }
 
 /* deny_cma: process_vm_readv and process_vm_writev fail with EPERM in this
