@@ -264,6 +264,30 @@ void lnx_tp_consume(void *tp)
 		l->owed++;
 }
 
+/* lnx_tp_send_te sends a payload above the peer's eager limit as one
+ * tagged eager message (tp_tagged.go's sendTE), injected straight from the
+ * caller's buffer: lnx's header in the core tag and CQ data, nothing
+ * staged. Go decided at lending that the form applies to the peer (te_max:
+ * heard from, a core with the CQ data, not libfabric 1.17's shm) and how
+ * large a payload the core injects; flags and CQ data that do not fit the
+ * tag go to Go (split). A tagged eager message carries no credits back. */
+static int lnx_tp_send_te(struct lnx_tp *t, uint32_t flags, uint64_t tag, uint64_t data,
+			  const void *buf, size_t len)
+{
+	struct lnx_tp_lend *l = &t->lend;
+	if (len > l->te_max || flags >> LNX_TE_FLAG_BITS || data >> LNX_TE_DATA_BITS)
+		return -1;
+	uint64_t ctag = LNX_TE_CLASS | data << 40 | (uint64_t)flags << 32 | l->tx_seq;
+	if (fi_tinjectdata(t->ep, buf, len, tag, (fi_addr_t)l->tx_addr, ctag))
+		return -1;
+	l->tx_seq++;
+	if (l->window)
+		l->credits--;
+	l->sent++;
+	l->sent_te++;
+	return 0;
+}
+
 int lnx_tp_send_eager(void *tp, uint32_t flags, uint64_t tag, uint64_t data, const void *buf,
 		      size_t len)
 {
@@ -271,7 +295,11 @@ int lnx_tp_send_eager(void *tp, uint32_t flags, uint64_t tag, uint64_t data, con
 	struct lnx_tp_lend *l = &t->lend;
 	uint8_t *b = t->stage;
 	size_t total = LNX_HDR_EAGER + len;
-	if (!l->tx_on || !b || total > t->stage_len || (l->window && l->credits <= 0))
+	if (!l->tx_on || (l->window && l->credits <= 0))
+		return -1;
+	if (len > l->tx_eager_max)
+		return lnx_tp_send_te(t, flags, tag, data, buf, len);
+	if (!b || total > t->stage_len)
 		return -1;
 	uint16_t owed = l->owed > 0xffff ? 0xffff : (uint16_t)l->owed;
 	uint32_t zero = 0;
@@ -387,6 +415,12 @@ ssize_t lnx_tp_inject(struct lnx_tp *t, const void *buf, size_t len, uint64_t de
 ssize_t lnx_tp_tinject(struct lnx_tp *t, const void *buf, size_t len, uint64_t dest, uint64_t tag)
 {
 	return fi_tinject(t->ep, buf, len, (fi_addr_t)dest, tag);
+}
+
+ssize_t lnx_tp_tinjectdata(struct lnx_tp *t, const void *buf, size_t len, uint64_t dest,
+			   uint64_t tag, uint64_t data)
+{
+	return fi_tinjectdata(t->ep, buf, len, data, (fi_addr_t)dest, tag);
 }
 
 int lnx_tp_cancel(struct lnx_tp *t, uint32_t op, int sub)
