@@ -43,6 +43,8 @@
 #define LNX_TE_IGNORE	 ((1ull << 62) - 1)
 #define LNX_TE_FLAG_BITS 8
 #define LNX_TE_DATA_BITS 22
+/* Tagged eager receives posted per peer (tp_tagged.go's teBufs). */
+#define LNX_TE_BUFS 2
 /* Messages C may take in one lending whose bounce buffers it could not
  * repost itself (the core said -FI_EAGAIN): those wait for Go. */
 #define LNX_LEND_TAKES 32
@@ -93,7 +95,11 @@ struct lnx_tp_lend {
 	uint64_t tx_eager_max; /* Go: the largest eager payload it takes */
 	uint64_t te_max;  /* Go: the largest tagged eager payload C may inject to it (0: none) */
 	uint32_t sent_te; /* C: of sent, tagged eager messages */
-	uint32_t pad;
+	/* Taking the peer's tagged eager messages: the ops of its tagged
+	 * eager receives (UINT32_MAX: none), their buffers of te_cap bytes. */
+	uint32_t te_op[LNX_TE_BUFS];
+	uint64_t te_cap;
+	uint8_t *te_buf[LNX_TE_BUFS];
 };
 
 /* The most lnx_tp_send_eager stages: lnx's header and a whole eager

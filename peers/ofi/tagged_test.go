@@ -5,6 +5,7 @@ package ofi
 import (
 	"bytes"
 	"testing"
+	"time"
 )
 
 // TestTaggedEager: a payload above EagerMax up to the core's eager limit
@@ -240,5 +241,70 @@ func TestLendTaggedEager(t *testing.T) {
 	}
 	if r := a.t.Stats(); r.Malformed != 0 || r.Reordered != 0 {
 		t.Fatalf("receiver stats %+v", r)
+	}
+}
+
+// TestLendTakesTaggedEager: C, lent the transport, takes the lent peer's
+// tagged eager messages (16321-16384 bytes) as it takes eager ones, each
+// the next in the peer's order, with the header from the core's tag and
+// CQ data, and reposts their receives itself; Go carries on from C's
+// sequence numbers afterwards. The messages outnumber the peer's tagged
+// eager receives several times over.
+func TestLendTakesTaggedEager(t *testing.T) {
+	cfg := testCfg
+	cfg.Credits = -1 // C takes no message that would make Go owe a credit message
+	a, b, ab, ba := pair(t, cfg)
+	// a hears from b, and b has posted its tagged eager receives for a.
+	send(t, b, ba, Hdr{Tag: 1}, [][]byte{[]byte("hi")}, 1, a)
+	pump(t, "hello", func() bool { return len(a.arr) == 1 }, a, b)
+	sizes := []int{100, DefaultEagerMax, DefaultEagerMax + 1, DefaultSplitMax - 1, DefaultSplitMax, 7,
+		DefaultSplitMax, DefaultEagerMax + 1, 50, DefaultSplitMax, DefaultSplitMax - 1, DefaultEagerMax}
+	src := mmapBuf(t, len(sizes)*DefaultSplitMax)
+	fill(src, 31)
+	before := b.t.Stats()
+	if _, ok := b.t.Lend(ba); !ok {
+		t.Fatal("Lend refused")
+	}
+	off := 0
+	for i, n := range sizes {
+		h := Hdr{Tag: uint64(0x900 + i), Flags: uint32(1 + i%2), Data: uint64(i) << 16}
+		p := src[off : off+n]
+		off += n
+		if _, err := a.t.Send(ab, h, [][]byte{p}, uint64(i)); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		deadline := time.Now().Add(liveness)
+		for b.t.k.cPeek() == 0 {
+			a.poll()
+			if time.Now().After(deadline) {
+				t.Fatalf("message %d did not arrive", i)
+			}
+		}
+		ok, flags, tag, data, got := b.t.k.lentMsg()
+		if !ok || flags != h.Flags || tag != h.Tag || data != h.Data || !bytes.Equal(got, p) {
+			t.Fatalf("message %d (%d bytes): C may take %v: flags %d tag %#x data %#x, %d bytes, payload intact %v",
+				i, n, ok, flags, tag, data, len(got), bytes.Equal(got, p))
+		}
+		b.t.k.cConsume()
+	}
+	if active, _ := b.t.Reclaim(); !active {
+		t.Fatal("Reclaim reports nothing taken")
+	}
+	if s := b.t.Stats(); s.Arrivals-before.Arrivals != uint64(len(sizes)) || s.TaggedRecvs != teBufs {
+		t.Fatalf("after C took %d: arrivals %d -> %d, %d tagged eager receives posted", len(sizes),
+			before.Arrivals, s.Arrivals, s.TaggedRecvs)
+	}
+	// Go carries on from C's sequence numbers, in both forms.
+	send(t, a, ab, Hdr{Tag: 0x1000, Data: 3}, [][]byte{src[:DefaultSplitMax]}, 100, b)
+	send(t, a, ab, Hdr{Tag: 0x1001}, [][]byte{src[:9]}, 101, b)
+	pump(t, "messages after the lending", func() bool { return len(b.arr) == 2 }, a, b)
+	if g := b.arr[0]; g.hdr.Tag != 0x1000 || g.hdr.Data != 3 || !bytes.Equal(g.data, src[:DefaultSplitMax]) {
+		t.Fatalf("after the lending: %+v", g.hdr)
+	}
+	if g := b.arr[1]; g.hdr.Tag != 0x1001 || !bytes.Equal(g.data, src[:9]) {
+		t.Fatalf("after the lending: %+v", g.hdr)
+	}
+	if s := b.t.Stats(); s.Malformed != 0 || s.Reordered != 0 {
+		t.Fatalf("receiver stats %+v", s)
 	}
 }

@@ -162,12 +162,18 @@ type lendState struct {
 	oweMax     uint32 // credits owed that Go returns itself
 	txEagerMax uint64 // the peer's eager limit (Peer.eagerMax)
 	teMax      uint64 // the largest tagged eager payload C may inject (0: none)
+	teOp       [teBufs]uint32
+	teBuf      [teBufs]unsafe.Pointer // C memory
+	teCap      uint64
 
 	took     []uint32 // back: the bounce slots of the messages C took and did not repost
 	reposted uint32   // back: messages C took and reposted the bounce buffers of
 	sent     uint32   // back: messages C sent
 	sentTE   uint32   // back: of sent, tagged eager messages
 }
+
+// noTE: no tagged eager receives for C.
+var noTE = [teBufs]uint32{^uint32(0), ^uint32(0)}
 
 // lend starts a lending with s.
 func (k *core) lend(s *lendState) {
@@ -177,6 +183,11 @@ func (k *core) lend(s *lendState) {
 	l.tx_seq, l.window, l.credits, l.owed = C.uint32_t(s.txSeq), C.uint32_t(s.window), C.int32_t(s.credits), C.uint32_t(s.owed)
 	l.tx_addr, l.id = C.uint64_t(s.txAddr), C.uint64_t(s.id)
 	l.tx_eager_max, l.te_max, l.sent_te = C.uint64_t(s.txEagerMax), C.uint64_t(s.teMax), 0
+	for j := range s.teOp {
+		l.te_op[j] = C.uint32_t(s.teOp[j])
+		*(*uintptr)(unsafe.Pointer(&l.te_buf[j])) = uintptr(s.teBuf[j])
+	}
+	l.te_cap = C.uint64_t(s.teCap)
 }
 
 // lent ends a lending and fills s with what C changed.
@@ -243,6 +254,7 @@ var (
 	_ = [1]struct{}{}[teIgnore-C.LNX_TE_IGNORE]
 	_ = [1]struct{}{}[teFlagsN-C.LNX_TE_FLAG_BITS]
 	_ = [1]struct{}{}[teDataN-C.LNX_TE_DATA_BITS]
+	_ = [1]struct{}{}[teBufs-C.LNX_TE_BUFS]
 )
 
 // reads is the number of fi_cq_read calls made on the core CQ so far.

@@ -41,7 +41,7 @@ func (t *Transport) Lend(p *Peer) (unsafe.Pointer, bool) {
 	}
 	t.lendReads = t.k.reads()
 	t.lendPeer = nil
-	s := lendState{}
+	s := lendState{teOp: noTE}
 	if p != nil && p.t == t && !p.dead && len(p.parked) == 0 {
 		t.lendPeer = p
 		s = lendState{peer: p.id, rxSeq: p.rxSeq, owe: t.cfg.Credits != 0, oweMax: t.creditReturnAt(),
@@ -50,6 +50,15 @@ func (t *Transport) Lend(p *Peer) (unsafe.Pointer, bool) {
 		if t.te && p.heardFrom {
 			// Tagged eager messages C injects from the caller's buffer.
 			s.teMax = uint64(min(t.cfg.SplitMax, t.inject))
+		}
+		// The peer's tagged eager receives, whose messages C may take
+		// like eager ones (in sequence) and repost.
+		s.teCap = uint64(t.cfg.SplitMax)
+		for j, v := range p.teSlot {
+			s.teOp[j] = ^uint32(0)
+			if v != 0 && t.te {
+				s.teOp[j], s.teBuf[j] = v-1, t.ops[v-1].heap
+			}
 		}
 	}
 	t.k.lend(&s)
@@ -89,6 +98,7 @@ func (t *Transport) Reclaim() (active bool, reads uint64) {
 		}
 		if took {
 			t.heard(p)
+			p.heardFrom = true
 			t.gotCredits(p, 0) // C added what the message returned
 			t.creditsDue(p)
 		}

@@ -84,6 +84,12 @@ func (t *Transport) postTE(p *Peer) {
 		}
 		o.peer = p
 		p.teOps++
+		for j := range p.teSlot {
+			if p.teSlot[j] == 0 {
+				p.teSlot[j] = uint32(idx) + 1
+				break
+			}
+		}
 		t.postOrQueue(uint32(idx), 0)
 	}
 }
@@ -109,6 +115,11 @@ func (t *Transport) dropTE(idx uint32) {
 	o.phase = phDone
 	o.rx = rxInfo{}
 	o.peer.teOps--
+	for j, v := range o.peer.teSlot {
+		if v == idx+1 {
+			o.peer.teSlot[j] = 0
+		}
+	}
 	t.maybeFree(idx)
 }
 

@@ -288,6 +288,7 @@ type Peer struct {
 	// receives are posted (or due) for its messages to us.
 	heardFrom bool
 	teOps     int
+	teSlot    [teBufs]uint32 // those receives' op slots plus one (0: none), for C (tp_lend.go)
 }
 
 // ID returns the peer's transport id.
