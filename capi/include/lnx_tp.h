@@ -36,6 +36,15 @@
 #define LNX_WIRE_VERSION 1
 #define LNX_KIND_EAGER	 1
 #define LNX_HDR_EAGER	 40
+/* A tagged eager message's core tag (wire.go's teTag): the class in the
+ * top two bits, the caller's CQ data (LNX_TE_DATA_BITS) from bit 40, its
+ * flags (LNX_TE_FLAG_BITS) from bit 32, the sequence number below. */
+#define LNX_TE_CLASS	 (3ull << 62)
+#define LNX_TE_IGNORE	 ((1ull << 62) - 1)
+#define LNX_TE_FLAG_BITS 8
+#define LNX_TE_DATA_BITS 22
+/* Tagged eager receives posted per peer (tp_tagged.go's teBufs). */
+#define LNX_TE_BUFS 2
 /* Messages C may take in one lending whose bounce buffers it could not
  * repost itself (the core said -FI_EAGAIN): those wait for Go. */
 #define LNX_LEND_TAKES 32
@@ -73,15 +82,24 @@ struct lnx_tp_lend {
 	uint32_t reposted;		  /* C: messages it took whose bounce buffers it reposted */
 	uint32_t owe;			  /* Go: a taken message earns its sender a credit */
 	uint32_t owe_max;		  /* Go: credits owed that Go must return itself */
-	/* Sending to the same peer: small eager messages with fi_inject. */
-	uint32_t tx_on;	  /* Go: C may send to the peer */
-	uint32_t tx_seq;  /* Go, then C: the next sequence number we send it */
-	uint32_t window;  /* Go: its credit window (0: no flow control) */
-	int32_t credits;  /* Go, then C: credits it left us */
-	uint32_t owed;	  /* Go, then C: credits we owe it (they ride on our sends) */
-	uint32_t sent;	  /* C: messages sent */
-	uint64_t tx_addr; /* Go: its core fi_addr */
-	uint64_t id;	  /* Go: our transport id */
+	/* Sending to the same peer: eager messages with fi_inject, tagged
+	 * eager ones with fi_tinjectdata. */
+	uint32_t tx_on;	       /* Go: C may send to the peer */
+	uint32_t tx_seq;       /* Go, then C: the next sequence number we send it */
+	uint32_t window;       /* Go: its credit window (0: no flow control) */
+	int32_t credits;       /* Go, then C: credits it left us */
+	uint32_t owed;	       /* Go, then C: credits we owe it (they ride on our sends) */
+	uint32_t sent;	       /* C: messages sent */
+	uint64_t tx_addr;      /* Go: its core fi_addr */
+	uint64_t id;	       /* Go: our transport id */
+	uint64_t tx_eager_max; /* Go: the largest eager payload it takes */
+	uint64_t te_max;  /* Go: the largest tagged eager payload C may inject to it (0: none) */
+	uint32_t sent_te; /* C: of sent, tagged eager messages */
+	/* Taking the peer's tagged eager messages: the ops of its tagged
+	 * eager receives (UINT32_MAX: none), their buffers of te_cap bytes. */
+	uint32_t te_op[LNX_TE_BUFS];
+	uint64_t te_cap;
+	uint8_t *te_buf[LNX_TE_BUFS];
 };
 
 /* The most lnx_tp_send_eager stages: lnx's header and a whole eager
@@ -132,6 +150,8 @@ LNX_HIDDEN ssize_t lnx_tp_recv(struct lnx_tp *t, uint32_t op, void *buf, size_t 
 LNX_HIDDEN ssize_t lnx_tp_inject(struct lnx_tp *t, const void *buf, size_t len, uint64_t dest);
 LNX_HIDDEN ssize_t lnx_tp_tinject(struct lnx_tp *t, const void *buf, size_t len, uint64_t dest,
 				  uint64_t tag);
+LNX_HIDDEN ssize_t lnx_tp_tinjectdata(struct lnx_tp *t, const void *buf, size_t len, uint64_t dest,
+				      uint64_t tag, uint64_t data);
 LNX_HIDDEN int lnx_tp_cancel(struct lnx_tp *t, uint32_t op, int sub);
 
 #endif

@@ -39,9 +39,12 @@ int lnx_tp_look(void *tp, struct lnx_tp_msg *m);
  * when it takes the transport back. */
 void lnx_tp_consume(void *tp);
 
-/* Sends an eager message of len bytes (flags, tag and data as in lnx's
- * header) to the lent peer with fi_inject, if it may: 0 when sent, -1
- * when Go must send it (not allowed, too large, no credits, or the core
+/* Sends a message of len bytes (flags, tag and data as in lnx's header)
+ * to the lent peer, in the form Go's Send would use, if C may: an eager
+ * message (header and payload staged, fi_inject), or, above the peer's
+ * eager limit, a tagged eager message injected from buf (fi_tinjectdata).
+ * 0 when sent, -1 when Go must send it (not allowed, too large, flags or
+ * CQ data too wide for a tagged eager message, no credits, or the core
  * refused). */
 int lnx_tp_send_eager(void *tp, uint32_t flags, uint64_t tag, uint64_t data, const void *buf,
 		      size_t len);

@@ -71,12 +71,14 @@ const rmaCaps = fi.RMA | fi.READ | fi.REMOTE_READ
 // writeCaps let lnx carry one-sided writes on the core (tp_rma.go).
 const writeCaps = fi.RMA | fi.WRITE | fi.REMOTE_WRITE
 
-// WantInject are the inject sizes lnx asks of a core, in turn: its eager
-// header with a whole eager payload (wantEagerInject, so that every eager
-// message is one core inject; C stages up to that, LNX_STAGE_MAX), then
-// with 4096 bytes, lnx's least inject size for a link. rxm grants either
-// (up to its 16 KiB buffer).
-var WantInject = [...]int{wantEagerInject, hdrEager + 4096}
+// WantInject are the inject sizes lnx asks of a core, in turn: a whole
+// tagged eager payload (DefaultSplitMax, rxm's eager limit, so that those
+// messages are core injects too, fi_tinjectdata from the caller's buffer,
+// tp_tagged.go), its eager header with a whole eager payload
+// (wantEagerInject, so that every eager message is one core inject; C
+// stages up to that, LNX_STAGE_MAX), then with 4096 bytes, lnx's least
+// inject size for a link. rxm grants each (up to its 16 KiB buffer).
+var WantInject = [...]int{DefaultSplitMax, wantEagerInject, hdrEager + 4096}
 
 const wantEagerInject = hdrEager + DefaultEagerMax
 

@@ -51,9 +51,10 @@
 //     Poll reports onSendDone when the core send completes. If header and
 //     payload fit the core's inject size the message goes with fi_inject
 //     and Send returns done=true with no onSendDone. GetInfo asks the core
-//     for WantInject (the header and a whole eager payload, else the
-//     header and 4096 bytes); rxm grants the first (its own default is 64
-//     bytes), libfabric's shm keeps its 4096.
+//     for WantInject (a whole tagged eager payload, DefaultSplitMax; else
+//     the header and a whole eager payload; else the header and 4096
+//     bytes); rxm grants the first (its own default is 64 bytes),
+//     libfabric's shm keeps its 4096.
 //   - RTS (larger messages): the eager header plus size and a cookie naming
 //     the sender's slot, plus the sender's address blob (so a receiver that
 //     never Connected can answer). The sender keeps the user buffers.
@@ -76,7 +77,9 @@
 //     caller's tag), into receives each transport keeps posted per peer,
 //     directed at it (tp_tagged.go). So a payload that fits the core's
 //     eager limit goes as one eager core message, as it would without
-//     lnx.
+//     lnx. One that fits the core's inject size goes with
+//     fi_tinjectdata straight from the caller's piece, and Send returns
+//     done=true with no onSendDone.
 //   - split (the same sizes where tagged eager does not apply: a peer not
 //     heard from yet, CQ data or flags too wide for the tag,
 //     Config.NoTaggedEager): the RTS header carries a tag, and the data
@@ -164,9 +167,11 @@
 //
 // Lend hands the transport to lnx's C layer between two calls into Go
 // (tp_lend.go, capi/include/lnx_tp_lend.h, tp.c): C may read the core CQ,
-// take eager messages of one peer in that peer's order, and fi_inject small
-// eager messages to it, with the sequence numbers and credits Go lent;
-// Reclaim takes the books back. What C read and did not take is kept for
+// take eager and tagged eager messages of one peer in that peer's order
+// (reposting their bounce buffers and tagged eager receives), fi_inject
+// eager messages to it and fi_tinjectdata tagged eager ones (where Go
+// would send that form and the core injects it), with the sequence
+// numbers and credits Go lent; Reclaim takes the books back. What C read and did not take is kept for
 // the next Poll, which delivers it before reading the core again.
 //
 // # Concurrency

@@ -5,6 +5,7 @@ package ofi
 import (
 	"bytes"
 	"testing"
+	"time"
 )
 
 // TestTaggedEager: a payload above EagerMax up to the core's eager limit
@@ -52,8 +53,14 @@ func TestTaggedEager(t *testing.T) {
 	before := a.t.Stats()
 	completions := 1 // the first message's; injected sends have none
 	for i, c := range cases {
-		if !send(t, a, ab, c.h, [][]byte{src[i : i+c.size]}, uint64(10+i), b) {
+		done := send(t, a, ab, c.h, [][]byte{src[i : i+c.size]}, uint64(10+i), b)
+		if !done {
 			completions++
+		}
+		// rxm grants an inject size of its whole eager limit: a tagged
+		// eager message is one fi_tinjectdata, done at once.
+		if c.te && !done {
+			t.Fatalf("case %d (%d bytes): tagged eager send not done at once (core inject size %d)", i, c.size, a.t.inject)
 		}
 	}
 	pump(t, "messages", func() bool { return len(b.arr) == len(cases) }, a, b)
@@ -99,6 +106,9 @@ func TestTaggedEager(t *testing.T) {
 	if got := s.TaggedEager - before.TaggedEager; got != uint64(te) || te != 4 {
 		t.Fatalf("%d tagged eager sends (%d arrived as such), want 4: %+v", got, te, s)
 	}
+	if got := s.TaggedInjected - before.TaggedInjected; got != 4 {
+		t.Fatalf("%d tagged eager sends injected, want 4: %+v", got, s)
+	}
 	if got := s.SplitSends - before.SplitSends; got != 2 {
 		t.Fatalf("%d split sends, want 2: %+v", got, s)
 	}
@@ -125,5 +135,176 @@ func TestTaggedEagerOff(t *testing.T) {
 	}
 	if s := b.t.Stats(); s.TaggedRecvs != 0 {
 		t.Fatalf("receiver posted %d tagged receives", s.TaggedRecvs)
+	}
+}
+
+// TestLendTaggedEager: C, lent the transport, sends what Go's Send would
+// send as a tagged eager message (above the peer's eager limit, within
+// the core's inject size, header fitting the tag) with fi_tinjectdata, and
+// leaves the rest to Go (CQ data too wide for the tag, a rendezvous size).
+// Eager, tagged eager, split and rendezvous messages from C and Go, over
+// two lendings, must arrive in send order with their data, size, tag,
+// flags, CQ data and source.
+func TestLendTaggedEager(t *testing.T) {
+	a, b, ab, ba := pair(t, testCfg)
+	// b hears from a (a has posted its tagged eager receives for b).
+	send(t, a, ab, Hdr{Tag: 1}, [][]byte{[]byte("hi")}, 1, b)
+	pump(t, "hello", func() bool { return len(b.arr) == 1 }, a, b)
+	b.arr = nil
+	src := mmapBuf(t, 8*DefaultSplitMax)
+	fill(src, 21)
+	type msg struct {
+		size int
+		h    Hdr
+		byC  bool // C sends it (else C declines and Go does)
+	}
+	lend1 := []msg{
+		{100, Hdr{Tag: 10, Flags: 1, Data: 5}, true},
+		{DefaultEagerMax, Hdr{Tag: 11, Flags: 3, Data: 6}, true},         // eager, staged
+		{DefaultEagerMax + 1, Hdr{Tag: 12, Flags: 1}, true},              // tagged eager
+		{DefaultSplitMax, Hdr{Tag: 13, Flags: 3, Data: 1<<22 - 1}, true}, // tagged eager
+		{DefaultSplitMax, Hdr{Tag: 14, Flags: 3, Data: 1 << 22}, false},  // split (data too wide)
+		{DefaultSplitMax + 1, Hdr{Tag: 15, Flags: 1, Data: 8}, false},    // rendezvous
+		{50, Hdr{Tag: 16}, false},                                        // after Go's, by Go
+	}
+	lend2 := []msg{
+		{DefaultSplitMax - 1, Hdr{Tag: 17, Flags: 1, Data: 9}, true}, // tagged eager
+		{7, Hdr{Tag: 18, Flags: 1, Data: 10}, true},
+	}
+	var all []msg
+	off := 0
+	var offs []int
+	run := func(ms []msg) {
+		if _, ok := b.t.Lend(ba); !ok {
+			t.Fatal("Lend refused")
+		}
+		var later []msg
+		for _, m := range ms {
+			if !m.byC {
+				later = append(later, m)
+				continue
+			}
+			if len(later) != 0 {
+				t.Fatal("test bug: a C send after one left to Go")
+			}
+			if ret := b.t.k.cSendEager(m.h.Flags, m.h.Tag, m.h.Data, src[off:off+m.size]); ret != 0 {
+				t.Fatalf("C declined %d bytes (tag %d): core inject size %d", m.size, m.h.Tag, b.t.inject)
+			}
+			all, offs = append(all, m), append(offs, off)
+			off += m.size
+		}
+		// What C must decline.
+		for _, m := range later {
+			if m.size > DefaultEagerMax {
+				if ret := b.t.k.cSendEager(m.h.Flags, m.h.Tag, m.h.Data, src[off:off+m.size]); ret == 0 {
+					t.Fatalf("C sent %d bytes (tag %d), which Go must send", m.size, m.h.Tag)
+				}
+			}
+		}
+		if active, _ := b.t.Reclaim(); !active && len(later) < len(ms) {
+			t.Fatal("Reclaim reports nothing sent")
+		}
+		for _, m := range later {
+			send(t, b, ba, m.h, [][]byte{src[off : off+m.size]}, m.h.Tag, a)
+			all, offs = append(all, m), append(offs, off)
+			off += m.size
+		}
+	}
+	run(lend1)
+	run(lend2)
+	pump(t, "the messages", func() bool { return len(b.arr) == 0 && len(a.arr) == len(all) }, a, b)
+	for i, m := range all {
+		g := a.arr[i]
+		if g.hdr != m.h || g.size != uint64(m.size) || g.src != b.t.ID() {
+			t.Fatalf("message %d: hdr %+v size %d src %x, want %+v %d %x", i, g.hdr, g.size, g.src, m.h, m.size, b.t.ID())
+		}
+		want := src[offs[i] : offs[i]+m.size]
+		if g.rv == nil {
+			if !bytes.Equal(g.data, want) {
+				t.Fatalf("message %d (%d bytes): data differs", i, m.size)
+			}
+			continue
+		}
+		dst := mmapBuf(t, m.size)
+		g.rv.SetContext(i)
+		if err := a.t.Pull(g.rv, [][]byte{dst}); err != nil {
+			t.Fatal(err)
+		}
+		pump(t, "pull", func() bool { _, ok := a.pulls[i]; return ok }, a, b)
+		if r := a.pulls[i]; r.err != nil || r.n != uint64(m.size) || !bytes.Equal(dst, want) {
+			t.Fatalf("message %d: pull %+v", i, r)
+		}
+	}
+	s := b.t.Stats()
+	if s.SentByC != 6 || s.TaggedInjected != 3 || s.TaggedEager != 3 || s.SplitSends != 1 {
+		t.Fatalf("sender stats %+v: want 6 sent by C, 3 of them tagged eager injects, 1 split", s)
+	}
+	if r := a.t.Stats(); r.Malformed != 0 || r.Reordered != 0 {
+		t.Fatalf("receiver stats %+v", r)
+	}
+}
+
+// TestLendTakesTaggedEager: C, lent the transport, takes the lent peer's
+// tagged eager messages (16321-16384 bytes) as it takes eager ones, each
+// the next in the peer's order, with the header from the core's tag and
+// CQ data, and reposts their receives itself; Go carries on from C's
+// sequence numbers afterwards. The messages outnumber the peer's tagged
+// eager receives several times over.
+func TestLendTakesTaggedEager(t *testing.T) {
+	cfg := testCfg
+	cfg.Credits = -1 // C takes no message that would make Go owe a credit message
+	a, b, ab, ba := pair(t, cfg)
+	// a hears from b, and b has posted its tagged eager receives for a.
+	send(t, b, ba, Hdr{Tag: 1}, [][]byte{[]byte("hi")}, 1, a)
+	pump(t, "hello", func() bool { return len(a.arr) == 1 }, a, b)
+	sizes := []int{100, DefaultEagerMax, DefaultEagerMax + 1, DefaultSplitMax - 1, DefaultSplitMax, 7,
+		DefaultSplitMax, DefaultEagerMax + 1, 50, DefaultSplitMax, DefaultSplitMax - 1, DefaultEagerMax}
+	src := mmapBuf(t, len(sizes)*DefaultSplitMax)
+	fill(src, 31)
+	before := b.t.Stats()
+	if _, ok := b.t.Lend(ba); !ok {
+		t.Fatal("Lend refused")
+	}
+	off := 0
+	for i, n := range sizes {
+		h := Hdr{Tag: uint64(0x900 + i), Flags: uint32(1 + i%2), Data: uint64(i) << 16}
+		p := src[off : off+n]
+		off += n
+		if _, err := a.t.Send(ab, h, [][]byte{p}, uint64(i)); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		deadline := time.Now().Add(liveness)
+		for b.t.k.cPeek() == 0 {
+			a.poll()
+			if time.Now().After(deadline) {
+				t.Fatalf("message %d did not arrive", i)
+			}
+		}
+		ok, flags, tag, data, got := b.t.k.lentMsg()
+		if !ok || flags != h.Flags || tag != h.Tag || data != h.Data || !bytes.Equal(got, p) {
+			t.Fatalf("message %d (%d bytes): C may take %v: flags %d tag %#x data %#x, %d bytes, payload intact %v",
+				i, n, ok, flags, tag, data, len(got), bytes.Equal(got, p))
+		}
+		b.t.k.cConsume()
+	}
+	if active, _ := b.t.Reclaim(); !active {
+		t.Fatal("Reclaim reports nothing taken")
+	}
+	if s := b.t.Stats(); s.Arrivals-before.Arrivals != uint64(len(sizes)) || s.TaggedRecvs != teBufs {
+		t.Fatalf("after C took %d: arrivals %d -> %d, %d tagged eager receives posted", len(sizes),
+			before.Arrivals, s.Arrivals, s.TaggedRecvs)
+	}
+	// Go carries on from C's sequence numbers, in both forms.
+	send(t, a, ab, Hdr{Tag: 0x1000, Data: 3}, [][]byte{src[:DefaultSplitMax]}, 100, b)
+	send(t, a, ab, Hdr{Tag: 0x1001}, [][]byte{src[:9]}, 101, b)
+	pump(t, "messages after the lending", func() bool { return len(b.arr) == 2 }, a, b)
+	if g := b.arr[0]; g.hdr.Tag != 0x1000 || g.hdr.Data != 3 || !bytes.Equal(g.data, src[:DefaultSplitMax]) {
+		t.Fatalf("after the lending: %+v", g.hdr)
+	}
+	if g := b.arr[1]; g.hdr.Tag != 0x1001 || !bytes.Equal(g.data, src[:9]) {
+		t.Fatalf("after the lending: %+v", g.hdr)
+	}
+	if s := b.t.Stats(); s.Malformed != 0 || s.Reordered != 0 {
+		t.Fatalf("receiver stats %+v", s)
 	}
 }

@@ -174,6 +174,16 @@ int lnx_tp_drain(struct lnx_tp *t, int max)
 	return n;
 }
 
+/* lnx_tp_te_of: which of the lent peer's tagged eager receives op is
+ * (its index in te_op), or -1. */
+static int lnx_tp_te_of(const struct lnx_tp_lend *l, uint32_t op)
+{
+	for (int j = 0; j < LNX_TE_BUFS; j++)
+		if (l->te_op[j] == op)
+			return j;
+	return -1;
+}
+
 /* lnx_tp_repost hands the bounce buffers of the messages C took back to
  * the core, as Go's repost would (the op stays pending), so that C may
  * take any number of messages in one lending; those the core refuses stay
@@ -185,7 +195,12 @@ static void lnx_tp_repost(struct lnx_tp *t)
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < l->took; i++) {
 		uint32_t op = l->took_op[i];
-		if (lnx_tp_recv(t, op, l->bounce + (uint64_t)op * l->buf_size, l->buf_size) == 0)
+		int j = op >= l->pool ? lnx_tp_te_of(l, op) : -1;
+		ssize_t r = j >= 0 ? lnx_tp_trecv_any(t, op, l->te_buf[j], l->te_cap, l->tx_addr,
+						      LNX_TE_CLASS, LNX_TE_IGNORE) :
+				     lnx_tp_recv(t, op, l->bounce + (uint64_t)op * l->buf_size,
+						 l->buf_size);
+		if (r == 0)
 			l->reposted++;
 		else
 			l->took_op[k++] = op;
@@ -220,7 +235,10 @@ static uint32_t lnx_le32(const uint8_t *b)
 }
 
 /* The eager layout of wire.go: version, kind, credits, flags, sender id,
- * sequence number, tag, cq data, payload. */
+ * sequence number, tag, cq data, payload. A tagged eager message (one of
+ * the lent peer's tagged eager receives, directed at it) has the header
+ * in the completion's tag and CQ data (wire.go's teHdr) and the payload
+ * in the receive's buffer; Go's onTE reads it the same way. */
 int lnx_tp_look(void *tp, struct lnx_tp_msg *m)
 {
 	struct lnx_tp *t = tp;
@@ -229,8 +247,21 @@ int lnx_tp_look(void *tp, struct lnx_tp_msg *m)
 	    (l->owe && l->owed + 1 >= l->owe_max))
 		return 0;
 	const struct lnx_ev *ev = &t->evs[0];
-	if (ev->err || ev->sub != 0 || ev->op >= l->pool || ev->len < LNX_HDR_EAGER ||
-	    ev->len - LNX_HDR_EAGER > l->eager_max)
+	if (ev->err || ev->sub != 0)
+		return 0;
+	int j = ev->op >= l->pool ? lnx_tp_te_of(l, ev->op) : -1;
+	if (j >= 0) {
+		if ((ev->tag & ~LNX_TE_IGNORE) != LNX_TE_CLASS || (uint32_t)ev->tag != l->rx_seq ||
+		    ev->len > l->te_cap)
+			return 0;
+		m->flags = (uint32_t)(ev->tag >> 32) & ((1u << LNX_TE_FLAG_BITS) - 1);
+		m->tag = ev->data;
+		m->data = (ev->tag >> 40) & ((1ull << LNX_TE_DATA_BITS) - 1);
+		m->size = ev->len;
+		m->payload = l->te_buf[j];
+		return 1;
+	}
+	if (ev->op >= l->pool || ev->len < LNX_HDR_EAGER || ev->len - LNX_HDR_EAGER > l->eager_max)
 		return 0;
 	const uint8_t *b = l->bounce + (uint64_t)ev->op * l->buf_size;
 	if (b[0] != LNX_WIRE_VERSION || b[1] != LNX_KIND_EAGER || lnx_le64(b + 8) != l->peer ||
@@ -248,12 +279,13 @@ void lnx_tp_consume(void *tp)
 {
 	struct lnx_tp *t = tp;
 	struct lnx_tp_lend *l = &t->lend;
-	const uint8_t *b = l->bounce + (uint64_t)t->evs[0].op * l->buf_size;
-	uint16_t c;
-	memcpy(&c, b + 2, 2);
+	uint32_t op = t->evs[0].op;
+	uint16_t c = 0; /* a tagged eager message returns no credits */
+	if (op < l->pool)
+		memcpy(&c, l->bounce + (uint64_t)op * l->buf_size + 2, 2);
 	/* The payload is copied out; the buffer goes back to the core at the
 	 * next lnx_tp_peek (lnx_tp_repost), after the completion. */
-	l->took_op[l->took++] = t->evs[0].op;
+	l->took_op[l->took++] = op;
 	l->rx_seq++;
 	l->stashed = 0;
 	if (l->window) {
@@ -264,6 +296,30 @@ void lnx_tp_consume(void *tp)
 		l->owed++;
 }
 
+/* lnx_tp_send_te sends a payload above the peer's eager limit as one
+ * tagged eager message (tp_tagged.go's sendTE), injected straight from the
+ * caller's buffer: lnx's header in the core tag and CQ data, nothing
+ * staged. Go decided at lending that the form applies to the peer (te_max:
+ * heard from, a core with the CQ data, not libfabric 1.17's shm) and how
+ * large a payload the core injects; flags and CQ data that do not fit the
+ * tag go to Go (split). A tagged eager message carries no credits back. */
+static int lnx_tp_send_te(struct lnx_tp *t, uint32_t flags, uint64_t tag, uint64_t data,
+			  const void *buf, size_t len)
+{
+	struct lnx_tp_lend *l = &t->lend;
+	if (len > l->te_max || flags >> LNX_TE_FLAG_BITS || data >> LNX_TE_DATA_BITS)
+		return -1;
+	uint64_t ctag = LNX_TE_CLASS | data << 40 | (uint64_t)flags << 32 | l->tx_seq;
+	if (fi_tinjectdata(t->ep, buf, len, tag, (fi_addr_t)l->tx_addr, ctag))
+		return -1;
+	l->tx_seq++;
+	if (l->window)
+		l->credits--;
+	l->sent++;
+	l->sent_te++;
+	return 0;
+}
+
 int lnx_tp_send_eager(void *tp, uint32_t flags, uint64_t tag, uint64_t data, const void *buf,
 		      size_t len)
 {
@@ -271,7 +327,11 @@ int lnx_tp_send_eager(void *tp, uint32_t flags, uint64_t tag, uint64_t data, con
 	struct lnx_tp_lend *l = &t->lend;
 	uint8_t *b = t->stage;
 	size_t total = LNX_HDR_EAGER + len;
-	if (!l->tx_on || !b || total > t->stage_len || (l->window && l->credits <= 0))
+	if (!l->tx_on || (l->window && l->credits <= 0))
+		return -1;
+	if (len > l->tx_eager_max)
+		return lnx_tp_send_te(t, flags, tag, data, buf, len);
+	if (!b || total > t->stage_len)
 		return -1;
 	uint16_t owed = l->owed > 0xffff ? 0xffff : (uint16_t)l->owed;
 	uint32_t zero = 0;
@@ -387,6 +447,12 @@ ssize_t lnx_tp_inject(struct lnx_tp *t, const void *buf, size_t len, uint64_t de
 ssize_t lnx_tp_tinject(struct lnx_tp *t, const void *buf, size_t len, uint64_t dest, uint64_t tag)
 {
 	return fi_tinject(t->ep, buf, len, (fi_addr_t)dest, tag);
+}
+
+ssize_t lnx_tp_tinjectdata(struct lnx_tp *t, const void *buf, size_t len, uint64_t dest,
+			   uint64_t tag, uint64_t data)
+{
+	return fi_tinjectdata(t->ep, buf, len, data, (fi_addr_t)dest, tag);
 }
 
 int lnx_tp_cancel(struct lnx_tp *t, uint32_t op, int sub)

@@ -74,6 +74,13 @@ func (k *core) evTagData(i int) (tag, data uint64) {
 	return uint64(e.tag), uint64(e.data)
 }
 
+// tinjectdata sends n bytes at buf (C memory, or Go memory the call
+// alone reads) as a tagged message with remote CQ data with fi_tinjectdata:
+// a tagged eager message that completes on return.
+func (k *core) tinjectdata(buf unsafe.Pointer, n int, dest, tag, data uint64) int {
+	return int(C.lnx_tp_tinjectdata(k.c, buf, C.size_t(n), C.uint64_t(dest), C.uint64_t(tag), C.uint64_t(data)))
+}
+
 func (k *core) tsenddata(op uint32, sub, off, niov int, dest, tag, data uint64) int {
 	return int(C.lnx_tp_tsenddata(k.c, C.uint32_t(op), C.int(sub), C.int(off), C.int(niov), C.uint64_t(dest),
 		C.uint64_t(tag), C.uint64_t(data)))
@@ -152,12 +159,21 @@ type lendState struct {
 	txAddr  uint64
 	id      uint64
 
-	oweMax uint32 // credits owed that Go returns itself
+	oweMax     uint32 // credits owed that Go returns itself
+	txEagerMax uint64 // the peer's eager limit (Peer.eagerMax)
+	teMax      uint64 // the largest tagged eager payload C may inject (0: none)
+	teOp       [teBufs]uint32
+	teBuf      [teBufs]unsafe.Pointer // C memory
+	teCap      uint64
 
 	took     []uint32 // back: the bounce slots of the messages C took and did not repost
 	reposted uint32   // back: messages C took and reposted the bounce buffers of
 	sent     uint32   // back: messages C sent
+	sentTE   uint32   // back: of sent, tagged eager messages
 }
+
+// noTE: no tagged eager receives for C.
+var noTE = [teBufs]uint32{^uint32(0), ^uint32(0)}
 
 // lend starts a lending with s.
 func (k *core) lend(s *lendState) {
@@ -166,6 +182,12 @@ func (k *core) lend(s *lendState) {
 	l.owe, l.owe_max, l.tx_on = cBool(s.owe), C.uint32_t(s.oweMax), cBool(s.txOn)
 	l.tx_seq, l.window, l.credits, l.owed = C.uint32_t(s.txSeq), C.uint32_t(s.window), C.int32_t(s.credits), C.uint32_t(s.owed)
 	l.tx_addr, l.id = C.uint64_t(s.txAddr), C.uint64_t(s.id)
+	l.tx_eager_max, l.te_max, l.sent_te = C.uint64_t(s.txEagerMax), C.uint64_t(s.teMax), 0
+	for j := range s.teOp {
+		l.te_op[j] = C.uint32_t(s.teOp[j])
+		*(*uintptr)(unsafe.Pointer(&l.te_buf[j])) = uintptr(s.teBuf[j])
+	}
+	l.te_cap = C.uint64_t(s.teCap)
 }
 
 // lent ends a lending and fills s with what C changed.
@@ -176,8 +198,8 @@ func (k *core) lent(s *lendState) {
 	for _, op := range l.took_op[:min(int(l.took), len(l.took_op))] {
 		s.took = append(s.took, uint32(op))
 	}
-	s.reposted, s.sent = uint32(l.reposted), uint32(l.sent)
-	l.peer, l.took, l.reposted, l.tx_on, l.sent = 0, 0, 0, 0, 0
+	s.reposted, s.sent, s.sentTE = uint32(l.reposted), uint32(l.sent), uint32(l.sent_te)
+	l.peer, l.took, l.reposted, l.tx_on, l.sent, l.sent_te = 0, 0, 0, 0, 0, 0
 }
 
 func cBool(b bool) C.uint32_t {
@@ -228,6 +250,11 @@ var (
 	_ = [1]struct{}{}[kindEager-C.LNX_KIND_EAGER]
 	_ = [1]struct{}{}[hdrEager-C.LNX_HDR_EAGER]
 	_ = [1]struct{}{}[wantEagerInject-C.LNX_STAGE_MAX]
+	_ = [1]struct{}{}[teClass-C.LNX_TE_CLASS]
+	_ = [1]struct{}{}[teIgnore-C.LNX_TE_IGNORE]
+	_ = [1]struct{}{}[teFlagsN-C.LNX_TE_FLAG_BITS]
+	_ = [1]struct{}{}[teDataN-C.LNX_TE_DATA_BITS]
+	_ = [1]struct{}{}[teBufs-C.LNX_TE_BUFS]
 )
 
 // reads is the number of fi_cq_read calls made on the core CQ so far.

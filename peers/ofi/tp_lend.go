@@ -14,8 +14,9 @@ import "unsafe"
 // bounce buffers itself (up to LNX_LEND_TAKES whose repost the core
 // refused wait for Go), and only while the credits they earn their sender
 // stay below what Go returns by a message of its own. It may also send
-// that peer eager messages that fit the core's fi_inject
-// (lnx_tp_send_eager). Reclaim then does for all of them what Poll and
+// that peer eager messages that fit the core's fi_inject, and tagged
+// eager ones (payloads above the peer's eager limit) that fit the core's
+// fi_tinjectdata, straight from the caller's buffer (lnx_tp_send_eager). Reclaim then does for all of them what Poll and
 // Send would have: the peer's sequence numbers, the credits both ways,
 // the reposts C left.
 // Everything else C read (other kinds, other peers, completions of our
@@ -40,12 +41,25 @@ func (t *Transport) Lend(p *Peer) (unsafe.Pointer, bool) {
 	}
 	t.lendReads = t.k.reads()
 	t.lendPeer = nil
-	s := lendState{}
+	s := lendState{teOp: noTE}
 	if p != nil && p.t == t && !p.dead && len(p.parked) == 0 {
 		t.lendPeer = p
 		s = lendState{peer: p.id, rxSeq: p.rxSeq, owe: t.cfg.Credits != 0, oweMax: t.creditReturnAt(),
 			txOn: p.hasAddr && !p.stalled, txSeq: p.txSeq, window: uint32(p.window), credits: p.credits,
-			owed: p.owed, txAddr: p.fiAddr, id: t.id}
+			owed: p.owed, txAddr: p.fiAddr, id: t.id, txEagerMax: p.eagerMax}
+		if t.te && p.heardFrom {
+			// Tagged eager messages C injects from the caller's buffer.
+			s.teMax = uint64(min(t.cfg.SplitMax, t.inject))
+		}
+		// The peer's tagged eager receives, whose messages C may take
+		// like eager ones (in sequence) and repost.
+		s.teCap = uint64(t.cfg.SplitMax)
+		for j, v := range p.teSlot {
+			s.teOp[j] = ^uint32(0)
+			if v != 0 && t.te {
+				s.teOp[j], s.teBuf[j] = v-1, t.ops[v-1].heap
+			}
+		}
 	}
 	t.k.lend(&s)
 	return unsafe.Pointer(t.k.c), true
@@ -77,10 +91,14 @@ func (t *Transport) Reclaim() (active bool, reads uint64) {
 		if s.sent != 0 {
 			p.eagainSince = 0
 			p.active = true
-			t.stats.Injected += uint64(s.sent)
+			t.stats.Injected += uint64(s.sent - s.sentTE)
+			t.stats.TaggedEager += uint64(s.sentTE)
+			t.stats.TaggedInjected += uint64(s.sentTE)
+			t.stats.SentByC += uint64(s.sent)
 		}
 		if took {
 			t.heard(p)
+			p.heardFrom = true
 			t.gotCredits(p, 0) // C added what the message returned
 			t.creditsDue(p)
 		}

@@ -69,11 +69,11 @@ func (t *Transport) SendMR(p *Peer, h Hdr, iov [][]byte, mrs []*MR, sendID uint6
 		return false, ErrAgain
 	}
 	if size > p.eagerMax && t.teOK(p, h, size) {
-		err := t.sendTE(p, h, iov, size, pieces, sendID)
+		done, err := t.sendTE(p, h, iov, size, pieces, sendID)
 		if err != nil {
 			t.refundCredit(p)
 		}
-		return false, err
+		return done, err
 	}
 	if size > p.eagerMax {
 		err := t.sendRndv(p, h, iov, mrs, size, pieces, sendID)

@@ -84,6 +84,12 @@ func (t *Transport) postTE(p *Peer) {
 		}
 		o.peer = p
 		p.teOps++
+		for j := range p.teSlot {
+			if p.teSlot[j] == 0 {
+				p.teSlot[j] = uint32(idx) + 1
+				break
+			}
+		}
 		t.postOrQueue(uint32(idx), 0)
 	}
 }
@@ -109,14 +115,24 @@ func (t *Transport) dropTE(idx uint32) {
 	o.phase = phDone
 	o.rx = rxInfo{}
 	o.peer.teOps--
+	for j, v := range o.peer.teSlot {
+		if v == idx+1 {
+			o.peer.teSlot[j] = 0
+		}
+	}
 	t.maybeFree(idx)
 }
 
-// sendTE sends one tagged eager message.
-func (t *Transport) sendTE(p *Peer, h Hdr, iov [][]byte, size uint64, pieces int, sendID uint64) error {
+// sendTE sends one tagged eager message. One that fits the core's inject
+// size goes with fi_tinjectdata (done: no completion follows), straight
+// from a single piece, else staged in t.scratch.
+func (t *Transport) sendTE(p *Peer, h Hdr, iov [][]byte, size uint64, pieces int, sendID uint64) (done bool, err error) {
+	if size <= uint64(t.inject) && size <= uint64(t.scratchN) {
+		return true, t.injectTE(p, h, iov, size, pieces)
+	}
 	idx := t.alloc(kEager, true)
 	if idx < 0 {
-		return ErrAgain
+		return false, ErrAgain
 	}
 	uidx := uint32(idx)
 	o := &t.ops[idx]
@@ -134,7 +150,7 @@ func (t *Transport) sendTE(p *Peer, h Hdr, iov [][]byte, size uint64, pieces int
 		o.heap = cmalloc(int(size))
 		if o.heap == nil {
 			t.freeSlot(uidx)
-			return ErrAgain
+			return false, ErrAgain
 		}
 		b := unsafe.Slice((*byte)(o.heap), int(size))
 		off := 0
@@ -149,7 +165,7 @@ func (t *Transport) sendTE(p *Peer, h Hdr, iov [][]byte, size uint64, pieces int
 	if ret := t.k.tsenddata(uidx, 0, 1, n, p.fiAddr, teTag(h, p.txSeq), h.Tag); ret != 0 {
 		o.unpin()
 		t.freeSlot(uidx)
-		return t.sendFailed(p, ret)
+		return false, t.sendFailed(p, ret)
 	}
 	o.pending = 1
 	o.peer = p
@@ -159,6 +175,37 @@ func (t *Transport) sendTE(p *Peer, h Hdr, iov [][]byte, size uint64, pieces int
 	p.eagainSince = 0
 	p.active = true
 	t.stats.TaggedEager++
+	return false, nil
+}
+
+// injectTE sends a tagged eager message with fi_tinjectdata: the core has
+// copied the payload when it returns.
+func (t *Transport) injectTE(p *Peer, h Hdr, iov [][]byte, size uint64, pieces int) error {
+	var buf unsafe.Pointer
+	switch {
+	case pieces == 1:
+		for _, b := range iov {
+			if len(b) != 0 {
+				// Go or C memory, read during the call only.
+				buf = unsafe.Pointer(unsafe.SliceData(b))
+			}
+		}
+	case pieces > 1:
+		b := unsafe.Slice((*byte)(t.scratch), int(size))
+		off := 0
+		for _, x := range iov {
+			off += copy(b[off:], x)
+		}
+		buf = t.scratch
+	}
+	if ret := t.k.tinjectdata(buf, int(size), p.fiAddr, teTag(h, p.txSeq), h.Tag); ret != 0 {
+		return t.sendFailed(p, ret)
+	}
+	p.txSeq++
+	p.eagainSince = 0
+	p.active = true
+	t.stats.TaggedEager++
+	t.stats.TaggedInjected++
 	return nil
 }
 

@@ -288,6 +288,7 @@ type Peer struct {
 	// receives are posted (or due) for its messages to us.
 	heardFrom bool
 	teOps     int
+	teSlot    [teBufs]uint32 // those receives' op slots plus one (0: none), for C (tp_lend.go)
 }
 
 // ID returns the peer's transport id.
@@ -350,6 +351,8 @@ type Stats struct {
 	ReadSends       uint64 // rendezvous sends whose data the receiver read (RTS-read)
 	SplitSends      uint64 // sends of a header and a tagged data message at once (split)
 	TaggedEager     uint64 // sends as one tagged core message, header in tag and CQ data (tp_tagged.go)
+	TaggedInjected  uint64 // of TaggedEager, those sent with fi_tinjectdata (completed inline)
+	SentByC         uint64 // of Injected and TaggedInjected, those C sent over the lent transport (tp_lend.go)
 	Reads           uint64 // pulls done by reading the sender's buffer
 	RMAOps          uint64 // native one-sided writes and reads posted (tp_rma.go)
 	ReadRegFailures uint64 // RTS-read not possible: the core refused to register the data

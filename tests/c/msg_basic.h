@@ -372,6 +372,87 @@ static void threshold_b(struct peer *p, void *arg)
 	barrier(p);
 }
 
+/* The same limit in windows: MIX_ROUNDS times, A sends messages of
+ * MIX sizes around it back to back (eager up to 16320 bytes, tagged eager
+ * 16321-16384, split for CQ data too wide for the tag, rendezvous from
+ * 16385) with one tag, and B receives them in receives of one size posted
+ * ahead, half of them before A starts and half as it goes: receives of
+ * one tag (untagged: any) take the messages in send order, so each
+ * completion's length, CQ data and payload say whether the forms kept
+ * their order. Over tcp;ofi_rxm lnx's C layer sends those it can (the
+ * "threshold_mix_stats" ctest counts them from FI_LNX_DUMP_STATS). */
+static const size_t k_mix_sizes[] = { 100,   16320, 16321, 16383, 16384, 16384, 16385,
+				      16384, 50,    16383, 16321, 16320, 16384, 7 };
+#define NMIX	   (sizeof(k_mix_sizes) / sizeof(k_mix_sizes[0]))
+#define MIX_ROUNDS 8
+#define MIX_CAP	   (16385 + 64)
+static uint64_t mix_data(size_t i)
+{
+	return i == 5 ? 0xCAFEBABE : 0x100 * i + 7; /* the sixth too wide for the tag */
+}
+
+static void threshold_mix_a(struct peer *p, void *arg)
+{
+	struct fi_context2 ctx[NMIX + 1];
+	uint8_t one = 1, *b[NMIX];
+	POST(p->l.cq, x_send(p, 1, &one, 1, 0x700, &ctx[NMIX]));
+	wait_send(p, &ctx[NMIX], "mix hello");
+	struct want_recv w = { &ctx[NMIX], 1, 0x701, 0, 0, peer_addr(p) };
+	POST(p->l.cq, x_recv(p, &one, 1, peer_addr(p), 0x701, 0, &ctx[NMIX]));
+	wait_recv(p, &w, "mix reply");
+	for (int r = 0; r < MIX_ROUNDS; r++) {
+		void *cp[NMIX];
+		barrier(p);
+		for (size_t i = 0; i < NMIX; i++) {
+			b[i] = sbuf(k_mix_sizes[i], 1000 * r + i);
+			cp[i] = &ctx[i];
+			POST(p->l.cq,
+			     x_senddata(p, 1, b[i], k_mix_sizes[i], mix_data(i), 0x720, &ctx[i]));
+		}
+		struct fi_cq_tagged_entry ents[NMIX];
+		wait_all(p, NMIX, cp, ents, NULL, "mix sends");
+		for (size_t i = 0; i < NMIX; i++) {
+			check_send_entry(&ents[i], &ctx[i], "mix send");
+			free(b[i]);
+		}
+	}
+	barrier(p);
+}
+
+static void threshold_mix_b(struct peer *p, void *arg)
+{
+	struct fi_context2 ctx[NMIX + 1];
+	uint8_t one = 0, *b[NMIX];
+	struct want_recv h = { &ctx[NMIX], 1, 0x700, 0, 0, peer_addr(p) };
+	POST(p->l.cq, x_recv(p, &one, 1, peer_addr(p), 0x700, 0, &ctx[NMIX]));
+	wait_recv(p, &h, "mix hello");
+	POST(p->l.cq, x_send(p, 0, &one, 1, 0x701, &ctx[NMIX]));
+	wait_send(p, &ctx[NMIX], "mix reply");
+	for (int r = 0; r < MIX_ROUNDS; r++) {
+		for (size_t i = 0; i < NMIX; i++) {
+			b[i] = rbuf(MIX_CAP);
+			if (i < NMIX / 2)
+				POST(p->l.cq,
+				     x_recv(p, b[i], MIX_CAP, peer_addr(p), 0x720, 0, &ctx[i]));
+		}
+		barrier(p);
+		for (size_t i = 0; i < NMIX; i++) {
+			char what[64];
+			snprintf(what, sizeof(what), "mix round %d message %zu (%zu B)", r, i,
+				 k_mix_sizes[i]);
+			if (i >= NMIX / 2)
+				POST(p->l.cq,
+				     x_recv(p, b[i], MIX_CAP, peer_addr(p), 0x720, 0, &ctx[i]));
+			struct want_recv w = { &ctx[i], k_mix_sizes[i], 0x720,
+					       1,	mix_data(i),	peer_addr(p) };
+			wait_recv(p, &w, what);
+			rbuf_check(b[i], MIX_CAP, k_mix_sizes[i], 1000 * r + i, what);
+			free(b[i]);
+		}
+	}
+	barrier(p);
+}
+
 /* Sends first; receives posted once the messages had time to arrive
  * (unexpected path), in reverse order to exercise the unexpected queue.
  * Untagged messages match in arrival order, so B posts receives big

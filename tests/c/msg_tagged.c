@@ -119,6 +119,7 @@ static const struct subtest cases[] = {
 	CASE("sizes_expected", sizes_expected_a, sizes_expected_b),
 	CASE("sizes_unexpected", sizes_unexpected_a, sizes_unexpected_b),
 	CASE("threshold", threshold_a, threshold_b),
+	CASE("threshold_mix", threshold_mix_a, threshold_mix_b),
 	CASE("inject", inject_a, inject_b),
 	CASE("data", data_a, data_b),
 	CASE("iov", iov_a, iov_b),
