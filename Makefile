@@ -60,7 +60,7 @@ generate:
 # make format-check (part of make test) fails on any difference and on
 # any line over 100 columns.
 CLANG_FORMAT ?= clang-format
-C_SOURCES = $(sort $(wildcard capi/*.c capi/include/*.h peers/ofi/*.c peers/peerep/*.c tests/c/*.c tests/c/*.h \
+C_SOURCES = $(sort $(wildcard capi/*.c capi/include/*.h peers/ofi/*.c peers/peerep/*.c tests/c/*.c tests/c/*.h tests/c/unit/*.c tests/c/unit/*.h \
 	tests/bench/*.c tests/mpi/*.c tests/mpi/*.h tests/device/*.c))
 format:
 	$(CLANG_FORMAT) -i --style=file $(C_SOURCES)

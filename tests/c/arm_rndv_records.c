@@ -33,34 +33,7 @@
 #include "lnx_capi.h"
 #include "lnx_internal.h"
 #include "lnx_tp_lend.h"
-
-/* No network transport is lent here; arm.c still links these. */
-int lnx_tp_peek(void *tp)
-{
-	(void)tp;
-	return 0;
-}
-int lnx_tp_look(void *tp, struct lnx_tp_msg *m)
-{
-	(void)tp;
-	(void)m;
-	return 0;
-}
-void lnx_tp_consume(void *tp)
-{
-	(void)tp;
-}
-
-static int failures;
-#define CHECK(cond, ...)                                                     \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fputc('\n', stderr);                                 \
-			failures++;                                          \
-		}                                                            \
-	} while (0)
+#include "unit_check.h"
 
 #define RING_BYTES 4096
 #define ACKS	   8
@@ -373,8 +346,8 @@ int main(void)
 	teardown(&f);
 
 	free(src);
-	if (failures) {
-		fprintf(stderr, "arm_rndv_records: %d failures\n", failures);
+	if (unit_failures) {
+		fprintf(stderr, "arm_rndv_records: %d failures\n", unit_failures);
 		return 1;
 	}
 	printf("arm_rndv_records: ok\n");

@@ -21,17 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lnx_pep.h"
-
-static int fails;
-#define EXPECT(c, ...)                                                       \
-	do {                                                                 \
-		if (!(c)) {                                                  \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fputc('\n', stderr);                                 \
-			fails++;                                             \
-		}                                                            \
-	} while (0)
+#include "unit_check.h"
 
 /* Go's side, as the test needs it: get_* finds no receive (the entry is
  * queued with the owner, or bound by the test afterwards). */
@@ -80,7 +70,7 @@ static struct lnx_pentry *get_tag(struct lnx_pep *p, uint64_t tag)
 	int (*get)(uintptr_t, struct lnx_peer_match_attr *, struct lnx_pentry **) =
 		(void *)o->get_tag;
 	int r = get((uintptr_t)&p->srx, &a, &e);
-	EXPECT(r == -FI_ENOENT && e, "get_tag: %d", r);
+	CHECK(r == -FI_ENOENT && e, "get_tag: %d", r);
 	return e;
 }
 
@@ -106,15 +96,15 @@ int main(void)
 	struct lnx_pentry *bound = get_tag(p, 0x71), *queued = get_tag(p, 0x72),
 			  *done = get_tag(p, 0x73);
 	base = buf[0];
-	EXPECT(lnx_pep_entry_set(bound, &base, &len, 1, 7) == 0, "entry_set bound");
+	CHECK(lnx_pep_entry_set(bound, &base, &len, 1, 7) == 0, "entry_set bound");
 	((int (*)(struct lnx_pentry *))o->queue_tag)(queued);
 	base = buf[2];
-	EXPECT(lnx_pep_entry_set(done, &base, &len, 1, 9) == 0, "entry_set done");
+	CHECK(lnx_pep_entry_set(done, &base, &len, 1, 9) == 0, "entry_set done");
 	ssize_t (*write)(struct lnx_peer_cq *, void *, uint64_t, size_t, void *, uint64_t, uint64_t,
 			 uint64_t) = (void *)co->write;
 	write(&p->pcq, (void *)done->pe.context, FI_RECV | FI_TAGGED, 64, NULL, 0, 0x73, 3);
-	EXPECT(p->ncomp == 1 && p->comps[0].id == 9 && p->comps[0].err == 0,
-	       "normal completion: %u comps", p->ncomp);
+	CHECK(p->ncomp == 1 && p->comps[0].id == 9 && p->comps[0].err == 0,
+	      "normal completion: %u comps", p->ncomp);
 
 	/* rxm_close_conn's loop over its list. */
 	struct dl head = { &head, &head };
@@ -125,29 +115,29 @@ int main(void)
 		free_entry((struct lnx_pentry *)head.next);
 		calls++;
 	}
-	EXPECT(head.next == &head && head.prev == &head && calls == 2,
-	       "the core's list is not emptied by one free_entry per entry (%d calls)", calls);
-	EXPECT(p->ncomp == 2, "%u completions after the loop, want 2", p->ncomp);
+	CHECK(head.next == &head && head.prev == &head && calls == 2,
+	      "the core's list is not emptied by one free_entry per entry (%d calls)", calls);
+	CHECK(p->ncomp == 2, "%u completions after the loop, want 2", p->ncomp);
 	struct lnx_pcomp *c = &p->comps[1];
-	EXPECT(c->id == 7 && c->err == FI_ECONNABORTED && c->flags == (FI_RECV | FI_TAGGED) &&
-		       c->tag == 0x71,
-	       "bound receive's completion: id %llu err %d flags %#llx tag %#llx",
-	       (unsigned long long)c->id, c->err, (unsigned long long)c->flags,
-	       (unsigned long long)c->tag);
+	CHECK(c->id == 7 && c->err == FI_ECONNABORTED && c->flags == (FI_RECV | FI_TAGGED) &&
+		      c->tag == 0x71,
+	      "bound receive's completion: id %llu err %d flags %#llx tag %#llx",
+	      (unsigned long long)c->id, c->err, (unsigned long long)c->flags,
+	      (unsigned long long)c->tag);
 
 	/* Go starts the message it held: it fails, and the core (which has no
 	 * peer ops here) is not called. */
-	EXPECT(queued->dropped == 1 && queued->pe.tag == 0x72, "held entry not kept");
+	CHECK(queued->dropped == 1 && queued->pe.tag == 0x72, "held entry not kept");
 	base = buf[1];
-	EXPECT(lnx_pep_entry_set(queued, &base, &len, 1, 8) == 0, "entry_set queued");
-	EXPECT(lnx_pep_start(queued, 1) == -FI_ECONNABORTED, "start of a dropped entry");
+	CHECK(lnx_pep_entry_set(queued, &base, &len, 1, 8) == 0, "entry_set queued");
+	CHECK(lnx_pep_start(queued, 1) == -FI_ECONNABORTED, "start of a dropped entry");
 
 	/* The normally completed one: freed with no completion added. */
 	free_entry(done);
-	EXPECT(p->ncomp == 2, "%u completions after a normal free_entry", p->ncomp);
+	CHECK(p->ncomp == 2, "%u completions after a normal free_entry", p->ncomp);
 
 	free(p);
-	if (fails)
+	if (unit_failures)
 		return 1;
 	printf("pep_free_entry: ok\n");
 	return 0;

@@ -36,46 +36,7 @@
 #include "lnx_internal.h"
 #include "lnx_ops.h"
 #include "lnx_tp_lend.h"
-
-/* No network transport is lent here; arm.c and fast_send.c still link
- * these. */
-int lnx_tp_peek(void *tp)
-{
-	(void)tp;
-	return 0;
-}
-int lnx_tp_look(void *tp, struct lnx_tp_msg *m)
-{
-	(void)tp;
-	(void)m;
-	return 0;
-}
-void lnx_tp_consume(void *tp)
-{
-	(void)tp;
-}
-int lnx_tp_send_eager(void *tp, uint32_t flags, uint64_t tag, uint64_t data, const void *buf,
-		      size_t len)
-{
-	(void)tp;
-	(void)flags;
-	(void)tag;
-	(void)data;
-	(void)buf;
-	(void)len;
-	return -1;
-}
-
-static int failures;
-#define CHECK(cond, ...)                                                     \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fputc('\n', stderr);                                 \
-			failures++;                                          \
-		}                                                            \
-	} while (0)
+#include "unit_check.h"
 
 #define RING_BYTES 8192 /* more than LNX_TX_RNDV records */
 #define ACKS	   128
@@ -382,8 +343,8 @@ int main(void)
 		teardown(x);
 	}
 
-	if (failures) {
-		fprintf(stderr, "tx_rndv_records: %d failures\n", failures);
+	if (unit_failures) {
+		fprintf(stderr, "tx_rndv_records: %d failures\n", unit_failures);
 		return 1;
 	}
 	printf("tx_rndv_records: ok\n");
