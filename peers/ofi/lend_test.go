@@ -141,13 +141,7 @@ func TestLendTakesMany(t *testing.T) {
 		if _, err := a.t.Send(ab, Hdr{Tag: uint64(i)}, [][]byte{p}, uint64(i)); err != nil {
 			t.Fatalf("send %d: %v", i, err)
 		}
-		deadline := time.Now().Add(liveness)
-		for b.t.k.cPeek() == 0 {
-			a.poll()
-			if time.Now().After(deadline) {
-				t.Fatalf("message %d did not arrive", i)
-			}
-		}
+		awaitLent(t, a, b, i)
 		ok, _, tag, _, got := b.t.k.lentMsg()
 		if !ok || tag != uint64(i) || !bytes.Equal(got, p) {
 			t.Fatalf("message %d: C may take %v, tag %d, payload %x", i, ok, tag, got)
@@ -174,5 +168,18 @@ func TestLendTakesMany(t *testing.T) {
 	pump(t, "a message after the lending", func() bool { return len(b.arr) == 1 }, a, b)
 	if g := b.arr[0]; g.hdr.Tag != 1000 || b.t.Stats().Malformed != 0 {
 		t.Fatalf("after the lending: tag %d, stats %+v", g.hdr.Tag, b.t.Stats())
+	}
+}
+
+// awaitLent polls a (the sender) until b's lent transport reports
+// message i to C.
+func awaitLent(t *testing.T, a, b *rec, i int) {
+	t.Helper()
+	deadline := time.Now().Add(liveness)
+	for b.t.k.cPeek() == 0 {
+		a.poll()
+		if time.Now().After(deadline) {
+			t.Fatalf("message %d did not arrive", i)
+		}
 	}
 }

@@ -5,7 +5,6 @@ package ofi
 import (
 	"bytes"
 	"testing"
-	"time"
 )
 
 // TestTaggedEager: a payload above EagerMax up to the core's eager limit
@@ -273,13 +272,7 @@ func TestLendTakesTaggedEager(t *testing.T) {
 		if _, err := a.t.Send(ab, h, [][]byte{p}, uint64(i)); err != nil {
 			t.Fatalf("send %d: %v", i, err)
 		}
-		deadline := time.Now().Add(liveness)
-		for b.t.k.cPeek() == 0 {
-			a.poll()
-			if time.Now().After(deadline) {
-				t.Fatalf("message %d did not arrive", i)
-			}
-		}
+		awaitLent(t, a, b, i)
 		ok, flags, tag, data, got := b.t.k.lentMsg()
 		if !ok || flags != h.Flags || tag != h.Tag || data != h.Data || !bytes.Equal(got, p) {
 			t.Fatalf("message %d (%d bytes): C may take %v: flags %d tag %#x data %#x, %d bytes, payload intact %v",
