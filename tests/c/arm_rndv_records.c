@@ -33,7 +33,7 @@
 #include "lnx_capi.h"
 #include "lnx_internal.h"
 #include "lnx_tp_lend.h"
-#include "unit_check.h"
+#include "unit.h"
 
 #define RING_BYTES 4096
 #define ACKS	   8
@@ -50,17 +50,6 @@ struct fixture {
 	uint8_t *recv;
 	int ctx;
 };
-
-static void *zalloc(size_t n)
-{
-	void *p = aligned_alloc(64, (n + 63) & ~(size_t)63);
-	if (!p) {
-		perror("aligned_alloc");
-		exit(2);
-	}
-	memset(p, 0, n);
-	return p;
-}
 
 /* setup: one lent ring from SRC, empty, and one armed tagged receive of
  * RECV_LEN bytes for tag 0x77 from any source. */

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lnx_pep.h"
-#include "unit_check.h"
+#include "unit.h"
 
 /* Go's side, as the test needs it: get_* finds no receive (the entry is
  * queued with the owner, or bound by the test afterwards). */

@@ -36,7 +36,7 @@
 #include "lnx_internal.h"
 #include "lnx_ops.h"
 #include "lnx_tp_lend.h"
-#include "unit_check.h"
+#include "unit.h"
 
 #define RING_BYTES 8192 /* more than LNX_TX_RNDV records */
 #define ACKS	   128
@@ -54,17 +54,6 @@ struct fixture {
 	uint8_t buf[LEN];
 	int ctx[LNX_TX_RNDV + 2];
 };
-
-static void *zalloc(size_t n)
-{
-	void *p = aligned_alloc(64, (n + 63) & ~(size_t)63);
-	if (!p) {
-		perror("aligned_alloc");
-		exit(2);
-	}
-	memset(p, 0, n);
-	return p;
-}
 
 /* setup: an endpoint lent to C, fast sends on, one shm peer at DEST whose
  * ring and ack ring are empty; the transmit CQ is the receive CQ. */
