@@ -35,6 +35,7 @@
  *             one POLLIN fd; the CQ's pollfd in poll(2) after fi_trywait
  *             brings every message, then the counter's shows the count
  */
+#include <errno.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -226,6 +227,20 @@ static int epoll_of(int fd)
 	return ep;
 }
 
+/* epoll_wait for up to ms, waiting again after a signal: a signal (the
+ * Go runtime's among them) ends epoll_wait with EINTR whatever
+ * SA_RESTART says, and a program waits again. */
+static int epoll_wait_ms(int ep, struct epoll_event *ev, int ms)
+{
+	uint64_t dl = now_ms() + (uint64_t)ms;
+	for (;;) {
+		uint64_t now = now_ms();
+		int k = epoll_wait(ep, ev, 1, now < dl ? (int)(dl - now) : 0);
+		if (k >= 0 || errno != EINTR)
+			return k;
+	}
+}
+
 /* Blocks in epoll until fids are ready: fi_trywait first, as libfabric
  * asks. Returns how many times epoll actually slept. */
 static int block_on(struct peer *p, int ep, struct fid **fids, int n)
@@ -239,8 +254,8 @@ static int block_on(struct peer *p, int ep, struct fid **fids, int n)
 			return slept;
 		CHECK(r);
 		struct epoll_event ev;
-		int k = epoll_wait(ep, &ev, 1, WAIT_MS);
-		EXPECT(k >= 0, "epoll_wait");
+		int k = epoll_wait_ms(ep, &ev, WAIT_MS);
+		EXPECT(k >= 0, "epoll_wait: %s", strerror(errno));
 		slept++;
 		EXPECT(now_ms() < dl, "nothing became ready within %d ms", WAIT_MS);
 	}
@@ -268,7 +283,7 @@ static void epoll_b(struct peer *p, void *arg)
 	long long cpu0 = cpu_us();
 	uint64_t t0 = now_ms();
 	struct epoll_event ev;
-	EXPECT(epoll_wait(ep, &ev, 1, 2000) == 0, "the fd became readable with nothing sent");
+	EXPECT(epoll_wait_ms(ep, &ev, 2000) == 0, "the fd became readable with nothing sent");
 	report_cpu("epoll on an armed FI_WAIT_FD fd", cpu0, t0);
 
 	go(p);
@@ -415,7 +430,7 @@ static void poll_until(struct peer *p, struct pollfd pfd, struct fid *fid)
 		if (r == -FI_EAGAIN)
 			return;
 		CHECK(r);
-		EXPECT(poll(&pfd, 1, WAIT_MS) >= 0, "poll");
+		EXPECT(poll(&pfd, 1, WAIT_MS) >= 0 || errno == EINTR, "poll: %s", strerror(errno));
 		EXPECT(now_ms() < dl, "nothing became ready within %d ms", WAIT_MS);
 	}
 }
