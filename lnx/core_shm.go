@@ -12,16 +12,17 @@ import (
 )
 
 // shmConfig is the geometry of the endpoint's shm core. Messages of up
-// to 8 KiB go eager, copied through the ring by sender and receiver, both
+// to 4 KiB go eager, copied through the ring by sender and receiver, both
 // in C; larger ones by rendezvous: one process_vm_readv by the receiver,
-// in C too when the receive is armed (lnx_arm_rndv), else in Go. At 8
-// KiB the two copies (and the sender's mincore) still beat the
-// rendezvous' round trip; at 16 KiB the single copy wins: an MPI
-// ping-pong of 16 KiB took 3.1-3.2 us by rendezvous and 3.6-3.7 eager,
-// ob1 + vader 2.1-2.2 us (docs/performance.md). A 128 KiB ring holds 15
-// eager messages of 8 KiB in flight; each sender to the endpoint has a
+// in C too when the receive is armed (lnx_arm_rndv), and posted and
+// reaped in C by a lent sender (lnx_fast_put_rndv). Since the sender's
+// side moved to C, the single copy beats the two from 5 KiB on: an MPI
+// ping-pong of 8 KiB took 1.64-1.87 us by rendezvous and 2.3-2.5 eager,
+// ob1 + vader 1.8-2.1 us; 4 KiB eager took 1.1 us (docs/performance.md,
+// "The shm eager limit down to 4 KiB"). A 128 KiB ring holds about 30
+// eager messages of 4 KiB in flight; each sender to the endpoint has a
 // ring.
-var shmConfig = shm.Config{RingBytes: 128 << 10, EagerMax: 8 << 10}
+var shmConfig = shm.Config{RingBytes: 128 << 10, EagerMax: 4 << 10}
 
 // fastRndvMax is the largest shm rendezvous send C posts itself
 // (FI_LNX_FAST_RNDV): the largest a receiver's C copies too

@@ -187,7 +187,7 @@ static void check_recv(const struct fi_cq_tagged_entry *e, size_t len, const voi
  * A ping-pong with one receive posted at a time: the case in which lnx
  * lends the receive and its shm rings, or its network transport, to its C
  * layer (armed receive), so that receive completions, too, are written by
- * C, and sends to that peer. Sizes cross the shm eager limit (8 KiB), the
+ * C, and sends to that peer. Sizes cross the shm eager limit (4 KiB), the
  * network core's old inject limit (24 bytes of payload over tcp;ofi_rxm)
  * and lnx's forms over it around rxm's 16 KiB eager limit (eager up to
  * 16320 bytes, tagged eager to 16384, which C sends too, split where the
