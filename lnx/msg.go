@@ -315,6 +315,8 @@ func (e *Endpoint) completeSend(ctx unsafe.Pointer, flags uint64, wantCQ bool, e
 		return
 	}
 	if err != nil {
+		// The error entry carries only a code; the log says why.
+		logging.Warnf(logging.EPData, "send failed: %v", err)
 		e.txCQ.PushErr(Completion{Ctx: ctx, Flags: flags, Err: fi.EIO, ProvErr: fi.Code(err)})
 		return
 	}

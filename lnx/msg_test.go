@@ -7,11 +7,13 @@ import (
 	"errors"
 	"github.com/lnx-go/lnx-go/lnx/config"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/lnx-go/lnx-go/internal/fi"
+	"github.com/lnx-go/lnx-go/lnx/logging"
 )
 
 // pair is two enabled endpoints of one shm-only domain that know each other.
@@ -220,5 +222,71 @@ func TestSmallMessageAllocs(t *testing.T) {
 	round() // warm the free lists and connections
 	if n := testing.AllocsPerRun(200, round); n != 0 {
 		t.Errorf("%v allocations per small message, want 0", n)
+	}
+}
+
+// logLines collects the lines lnx logs at FI_LOG_WARN.
+type logLines struct {
+	mu   sync.Mutex
+	off  bool
+	msgs []string
+}
+
+func (w *logLines) Enabled(l logging.Level, s logging.Subsys) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.off && l == logging.Warn
+}
+
+func (w *logLines) Log(l logging.Level, s logging.Subsys, msg string) {
+	w.mu.Lock()
+	w.msgs = append(w.msgs, msg)
+	w.mu.Unlock()
+}
+
+func (w *logLines) all() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.msgs, "\n")
+}
+
+// TestSendFailedLogsWhy: a rendezvous send whose receiver closes before
+// taking it completes with an FI_EIO error entry, which carries only a
+// code; the log at FI_LOG_WARN must say why (the peer is gone).
+func TestSendFailedLogsWhy(t *testing.T) {
+	w := &logLines{}
+	logging.SetSink(w)
+	t.Cleanup(func() { w.mu.Lock(); w.off = true; w.mu.Unlock() })
+	p := newPair(t)
+	buf := foreignBuf(1 << 16) // above the eager limit: waits for the receiver
+	var ctx [16]byte
+	op := bufOp(buf, p.peerOf[0], 7, true)
+	op.Ctx = unsafe.Pointer(&ctx)
+	if err := p.ep[0].Send(op); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ep[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	var out [1]Completion
+	deadline := time.Now().Add(testLiveness)
+	for {
+		n, err := p.cq[0].Read(out[:], 0)
+		if n == 1 {
+			t.Fatalf("send completed without error: %+v", out[0])
+		}
+		if err == fi.EAVAIL {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no error completion within %v", testLiveness)
+		}
+	}
+	c, _ := p.cq[0].ReadErr()
+	if c.Err != fi.EIO || c.Ctx != unsafe.Pointer(&ctx) || c.Flags&fi.SEND == 0 {
+		t.Fatalf("error entry %+v, want FI_EIO for the send's context", c)
+	}
+	if log := w.all(); !strings.Contains(log, "send failed") || !strings.Contains(log, "peer is gone") {
+		t.Fatalf("warnings %q do not say the send failed because the peer is gone", log)
 	}
 }
