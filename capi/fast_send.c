@@ -88,7 +88,9 @@ out:
  * lnx_arm's net and net_src) with the core's fi_inject, using the peer's
  * sequence number and credits that Go lent with the transport: 0, or
  * declined. The arm lock keeps Go (taking the transport back) and C
- * readers out; if another thread holds it, Go sends.
+ * readers out; if another thread holds it, Go sends. The core copies buf
+ * (rxm's inject), so a buffer shorter than len goes to Go, which fails the
+ * send, as shm's eager path does.
  */
 static ssize_t lnx_fast_put_net(struct lnx_arm *a, int serial, fi_addr_t dest, uint64_t hflags,
 				uint64_t tag, uint64_t data, const void *buf, size_t len)
@@ -97,6 +99,7 @@ static ssize_t lnx_fast_put_net(struct lnx_arm *a, int serial, fi_addr_t dest, u
 	if (!lnx_trylock(&a->lock, serial))
 		return ret;
 	if (__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) && a->net && a->net_src == dest &&
+	    lnx_copyable(buf, len) &&
 	    lnx_tp_send_eager((void *)a->net, (uint32_t)hflags, tag, data, buf, len) == 0)
 		ret = 0;
 	lnx_unlock(&a->lock, serial);

@@ -35,6 +35,7 @@
  * armed in C (the endpoint is lent to C with no receive armed): its ctest
  * checks the "received in C" count over libfabric's shm as network core.
  */
+#include <sys/mman.h>
 #include <unistd.h>
 #include "common.h"
 
@@ -496,6 +497,123 @@ static void stale_b(struct peer *p, void *arg)
 	}
 }
 
+/*
+ * "send_formats <cfg> short": a selective ping-pong (Open MPI's set-up, so
+ * that the endpoint is lent to lnx's C layer between rounds) in which the
+ * side whose turn it is first sends from a buffer one page shorter than
+ * its length (2 and 4 pages mapped but the last: over tcp;ofi_rxm an eager
+ * and a tagged eager size, which C sends itself over a lent transport;
+ * over shm rendezvous sizes), then the round's real message. The short
+ * send must fail, at the call or with an error completion, never succeed
+ * and never fault the process in a core's copy; the real message must
+ * arrive intact. Each side keeps one receive posted for the other's short
+ * messages (any SB_BADTAG tag), which may only fail; a failed one is
+ * posted again, and the last is cancelled at the end. Nothing else enters
+ * the Go runtime between rounds, so the sends find the endpoint lent.
+ */
+#define SB_ROUNDS 40
+#define SB_BADTAG 0xbad000ull
+struct sb_state {
+	struct peer *p;
+	uint8_t *xb;
+	size_t max;
+	struct fi_context2 xc;
+	int bad_recvs;
+};
+
+static void sb_post_bad(struct sb_state *st)
+{
+	POST(st->p->l.cq, fi_trecv(st->p->l.ep, st->xb, st->max, NULL, peer_addr(st->p), SB_BADTAG,
+				   0xfff, &st->xc));
+}
+
+/* Waits for the next completion; one of the short-message receive is
+ * checked, posted again and not returned: 0 or the error, with *c. */
+static int sb_wait(struct sb_state *st, struct fi_cq_tagged_entry *e, void **c, int i)
+{
+	for (;;) {
+		struct fi_cq_err_entry err;
+		g_cq_print_errors = 0;
+		int w = wait_cq(st->p->l.cq, e, NULL, &err, WAIT_MS);
+		g_cq_print_errors = 1;
+		if (w == -FI_ETIMEDOUT)
+			FAIL("round %d: a completion never came", i);
+		*c = w == 0 ? e->op_context : err.op_context;
+		if (*c != &st->xc)
+			return w;
+		EXPECT(w != 0, "round %d: a short-buffer message arrived (%zu bytes, tag %#llx)", i,
+		       e->len, (unsigned long long)e->tag);
+		st->bad_recvs++;
+		sb_post_bad(st);
+	}
+}
+
+static void shortbuf(struct peer *p, void *arg)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), max = 4 * pg;
+	uint8_t *rb = xmalloc(max), *sb = xmalloc(max);
+	struct sb_state st = { .p = p, .xb = xmalloc(max), .max = max };
+	struct fi_context2 rc, sc, bc;
+	fi_addr_t d = peer_addr(p);
+	sb_post_bad(&st);
+	barrier(p);
+	for (int i = 0; i < SB_ROUNDS; i++) {
+		size_t len = 100 + (size_t)i;
+		uint64_t tag = 0x500 + i;
+		struct fi_cq_tagged_entry e;
+		void *c;
+		if ((i % 2) != p->rank) {
+			memset(rb, 0xee, max);
+			POST(p->l.cq, fi_trecv(p->l.ep, rb, max, NULL, d, tag, 0, &rc));
+			int w = sb_wait(&st, &e, &c, i);
+			EXPECT(w == 0 && c == &rc && e.len == len && e.tag == tag,
+			       "round %d: receive %d (%s) context %p len %zu tag %#llx", i, w,
+			       fi_strerror(-w), c, e.len, (unsigned long long)e.tag);
+			EXPECT(check_pattern(rb, len, 7000 + i) < 0, "round %d: payload", i);
+			continue;
+		}
+		size_t blen = (i % 4 < 2 ? 2 : 4) * pg;
+		uint8_t *b = mmap(NULL, blen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				  -1, 0);
+		ASSERT(b != MAP_FAILED);
+		memset(b, 0x5a, blen - pg);
+		CHECK(munmap(b + blen - pg, pg));
+		ssize_t r = fi_tsend(p->l.ep, b, blen, NULL, d, SB_BADTAG + (uint64_t)i, &bc);
+		int bad_done = r != 0, ok_done = 0;
+		fill_pattern(sb, len, 7000 + i);
+		POST(p->l.cq, fi_tsend(p->l.ep, sb, len, NULL, d, tag, &sc));
+		while (!ok_done || !bad_done) {
+			int w = sb_wait(&st, &e, &c, i);
+			if (c == &bc) {
+				EXPECT(w != 0,
+				       "round %d: a send of %zu bytes from a short buffer "
+				       "succeeded",
+				       i, blen);
+				bad_done = 1;
+				continue;
+			}
+			EXPECT(w == 0 && c == &sc, "round %d: send %d (%s) context %p", i, w,
+			       fi_strerror(-w), c);
+			ok_done = 1;
+		}
+		munmap(b, blen - pg);
+	}
+	barrier(p);
+	/* Every short message either failed at its sender's call or failed
+	 * here; the receive posted last is cancelled. */
+	CHECK(fi_cancel(&p->l.ep->fid, &st.xc));
+	struct fi_cq_err_entry err;
+	g_cq_print_errors = 0;
+	int w = wait_cq(p->l.cq, NULL, NULL, &err, WAIT_MS);
+	g_cq_print_errors = 1;
+	EXPECT(w == -FI_ECANCELED && err.op_context == &st.xc,
+	       "cancelled short-buffer receive: %d (%s)", w, fi_strerror(-w));
+	note("%d short-buffer messages failed at this receiver", st.bad_recvs);
+	free(rb);
+	free(sb);
+	free(st.xb);
+}
+
 int main(int argc, char **argv)
 {
 	struct lnx_opts o = { 0 };
@@ -524,6 +642,14 @@ int main(int argc, char **argv)
 		o.selective = 1;
 		return run_pair("send_formats a read after a send that entered Go", &o, stale_a,
 				stale_b, NULL) ?
+			       1 :
+			       0;
+	}
+	if (argc > 2 && !strcmp(argv[argc - 1], "short")) {
+		g_fmt = o.cq_format = FI_CQ_FORMAT_TAGGED;
+		o.selective = 1;
+		return run_pair("send_formats short buffers while lent", &o, shortbuf, shortbuf,
+				NULL) ?
 			       1 :
 			       0;
 	}
