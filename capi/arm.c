@@ -93,6 +93,10 @@ static const struct lnx_rec *lnx_arm_written(const struct lnx_arm_ring *r, uint6
 /* The most records lnx_arm_may_wait looks at behind an unmatched one: a
  * window of MPI messages and its acknowledgement. */
 #define LNX_ARM_HOLD_RECS 160
+/* The most of its ring waiting records may use, as a shift of its size
+ * (an eighth): the ring is the sender's flow control, and larger records
+ * that wait would stop it, where Go frees the ring at once. */
+#define LNX_ARM_HOLD_SHIFT 3
 
 /*
  * lnx_arm_may_wait: the record at r->head, of header flags hflags, that no
@@ -103,8 +107,8 @@ static const struct lnx_rec *lnx_arm_written(const struct lnx_arm_ring *r, uint6
  * ones) to the last written is an eager or rendezvous message of a kind
  * C takes that no armed receive takes either (C takes the ring in order,
  * so a receive that takes one of them is Go's to serve), they fit in the
- * scan's bound, and together they use at most half the ring, so the
- * sender is never stopped by a full ring. A receive posted later that
+ * scan's bound, and together they use at most an eighth of the ring,
+ * so the sender is not stopped by a full ring. A receive posted later that
  * takes the first completes in C; one that takes only a later one, a
  * call into Go for any reason (the gate's periodic one included), or more
  * records take them all to Go in order, as before. In an MPI window the
@@ -117,7 +121,7 @@ static int lnx_arm_may_wait(const struct lnx_arm *a, const struct lnx_arm_ring *
 	if (hflags & ~(uint64_t)(LNX_HDR_TAGGED | LNX_HDR_DATA))
 		return 0;
 	for (int n = 0;; n++) {
-		if (pos - r->head > r->size / 2)
+		if (pos - r->head > r->size >> LNX_ARM_HOLD_SHIFT)
 			return 0;
 		const struct lnx_rec *rec = lnx_arm_written(r, pos);
 		if (!rec)
