@@ -90,6 +90,61 @@ static const struct lnx_rec *lnx_arm_written(const struct lnx_arm_ring *r, uint6
 /* lnx_arm_rndv: the record waits in its ring for a receive (no length of a
  * record is this large). */
 #define LNX_ARM_WAIT UINT64_MAX
+/* The most records lnx_arm_may_wait looks at behind an unmatched one: a
+ * window of MPI messages and its acknowledgement. */
+#define LNX_ARM_HOLD_RECS 160
+/* The most of its ring waiting records may use, as a shift of its size
+ * (an eighth): the ring is the sender's flow control, and larger records
+ * that wait would stop it, where Go frees the ring at once. */
+#define LNX_ARM_HOLD_SHIFT 3
+
+/*
+ * lnx_arm_may_wait: the record at r->head, of header flags hflags, that no
+ * armed receive takes may wait in its ring for one posted in C (a->lock
+ * held) rather than go to Go, which would make it unexpected and keep the
+ * endpoint from being lent until a receive takes it. It may while nothing
+ * behind it is held up: every record from pos (the end of the unmatched
+ * ones) to the last written is an eager or rendezvous message of a kind
+ * C takes that no armed receive takes either (C takes the ring in order,
+ * so a receive that takes one of them is Go's to serve), they fit in the
+ * scan's bound, and together they use at most an eighth of the ring,
+ * so the sender is not stopped by a full ring. A receive posted later that
+ * takes the first completes in C; one that takes only a later one, a
+ * call into Go for any reason (the gate's periodic one included), or more
+ * records take them all to Go in order, as before. In an MPI window the
+ * peer's first messages (or the acknowledgement ending the window) often
+ * arrive before their receives are posted.
+ */
+static int lnx_arm_may_wait(const struct lnx_arm *a, const struct lnx_arm_ring *r, uint64_t hflags,
+			    uint64_t pos)
+{
+	if (hflags & ~(uint64_t)(LNX_HDR_TAGGED | LNX_HDR_DATA))
+		return 0;
+	for (int n = 0;; n++) {
+		if (pos - r->head > r->size >> LNX_ARM_HOLD_SHIFT)
+			return 0;
+		const struct lnx_rec *rec = lnx_arm_written(r, pos);
+		if (!rec)
+			return 1;
+		if (n == LNX_ARM_HOLD_RECS)
+			return 0;
+		uint64_t kf = __atomic_load_n(&rec->kf, __ATOMIC_RELAXED), need;
+		uint64_t size = __atomic_load_n(&rec->size, __ATOMIC_RELAXED);
+		uint64_t tag = __atomic_load_n(&rec->tag, __ATOMIC_RELAXED);
+		hflags = kf >> 32;
+		if ((kf & 0xff) == LNX_REC_EAGER && size <= r->eager_max) {
+			need = lnx_rec_len(size);
+		} else if ((kf & 0xff) == LNX_REC_RNDV && ((kf >> 8) & 0xff) >= 1 &&
+			   ((kf >> 8) & 0xff) <= LNX_REC_MAX_IOV) {
+			need = lnx_rec_len(((kf >> 8) & 0xff) * LNX_REC_IOV);
+		} else {
+			return 0; /* a pad or another kind: Go */
+		}
+		if ((pos & r->mask) + need > r->size || lnx_arm_match(a, hflags, tag, r->src) >= 0)
+			return 0;
+		pos += need;
+	}
+}
 
 /*
  * lnx_arm_rndv takes the rendezvous record rec at offset off of ring r
@@ -122,17 +177,11 @@ static uint64_t lnx_arm_rndv(struct lnx_arm *a, int serial, struct lnx_arm_ring 
 		return 0;
 	int32_t k = lnx_arm_match(a, hflags, tag, r->src);
 	if (k < 0) {
-		/* No receive for it yet. While it is the ring's last record it
-		 * may wait there for one posted in C: nothing behind it is held
-		 * up, and every call into Go (an operation C declines, the
-		 * gate's periodic one) takes the rings back first and delivers
-		 * it as unexpected. A blocking MPI send returns only once its
-		 * rendezvous is acknowledged, so in a ping-pong the reply is
+		/* No receive for it yet: it may wait in its ring for one posted
+		 * in C (lnx_arm_may_wait). A blocking MPI send returns only once
+		 * its rendezvous is acknowledged, so in a ping-pong the reply is
 		 * often here before the receive for it is posted. */
-		if (!(hflags & ~(uint64_t)(LNX_HDR_TAGGED | LNX_HDR_DATA)) &&
-		    !lnx_arm_written(r, r->head + need))
-			return LNX_ARM_WAIT;
-		return 0;
+		return lnx_arm_may_wait(a, r, hflags, r->head + need) ? LNX_ARM_WAIT : 0;
 	}
 	if (size > a->s[k].len)
 		return 0; /* a truncation: Go */
@@ -293,11 +342,11 @@ static int lnx_arm_ready(const struct lnx_arm *a)
 /*
  * lnx_arm_take checks the rings Go lent (struct lnx_arm) for records and
  * completes up to budget receives with them. It returns the number
- * completed; 0 when the rings hold nothing new (or only a rendezvous
- * record waiting for its receive, lnx_arm_rndv); LNX_ARM_GO when, before
- * completing any, it found a record that needs Go (another kind, no receive
- * for it, a truncation, a full completion ring) or Go is taking the rings
- * back. The checks mirror lnx.Endpoint.arrive and complete for the case
+ * completed; 0 when the rings hold nothing new (or only records waiting
+ * for their receives, lnx_arm_may_wait); LNX_ARM_GO when, before
+ * completing any, it found a record that needs Go (another kind, no
+ * receive for it that may wait, a truncation, a full completion ring) or
+ * Go is taking the rings back. The checks mirror lnx.Endpoint.arrive and complete for the case
  * they cover: an eager or shm rendezvous message and the earliest posted
  * receive that takes it whole. With a lent transport, the shm rings come
  * first (as in Go's progress), then the network core's CQ. When it finds
@@ -360,6 +409,12 @@ int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 				break;
 			}
 			if ((k = lnx_arm_claim(a, serial, hflags, rec->tag, r->src, size)) < 0) {
+				/* No receive takes it yet: it may wait (the next
+				 * ring); a truncation or a full completion ring is
+				 * Go's. */
+				if (lnx_arm_match(a, hflags, rec->tag, r->src) < 0 &&
+				    lnx_arm_may_wait(a, r, hflags, r->head + need))
+					break;
 				go = 1;
 				break;
 			}
