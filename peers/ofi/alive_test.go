@@ -86,6 +86,40 @@ func TestListening(t *testing.T) {
 	}
 }
 
+// TestRefused: the check made right before starting a message held by a
+// peer-API core says refused for a closed listening address only; an
+// accepted connection and a name that is not a socket address are not.
+func TestRefused(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := closed.Addr().(*net.TCPAddr).AddrPort()
+	closed.Close()
+	name := func(ap netip.AddrPort) []byte {
+		b := make([]byte, 16)
+		binary.NativeEndian.PutUint16(b, 2)
+		binary.BigEndian.PutUint16(b[2:], ap.Port())
+		a4 := ap.Addr().As4()
+		copy(b[4:], a4[:])
+		return b
+	}
+	if Refused(name(l.Addr().(*net.TCPAddr).AddrPort()), time.Second) {
+		t.Error("a listening address: refused")
+	}
+	if !Refused(name(gone), time.Second) {
+		t.Error("a closed address: not refused")
+	}
+	if Refused(make([]byte, 8), time.Second) {
+		t.Error("a non-IP name: refused")
+	}
+}
+
 // TestEagainSparseRefusals: a peer the core refuses on every try, tried
 // only every 500 ms (a loaded machine), is declared gone once refused for
 // PeerTimeout with nothing heard; a send the core takes restarts the

@@ -4,9 +4,12 @@ package ofi
 
 import (
 	"encoding/binary"
+	"errors"
 	"net"
 	"net/netip"
 	"sync/atomic"
+	"syscall"
+	"time"
 )
 
 // Liveness of a peer that the core keeps refusing (see eagain).
@@ -63,6 +66,26 @@ func (t *Transport) listening(p *Peer) int {
 		c.Store(peerListening)
 	}()
 	return peerCheckPending
+}
+
+// Refused asks the kernel of the host in the core name (an IP socket
+// address) at once, waiting at most timeout: true when a TCP connection
+// to its listening address is refused or the host is unreachable, so that
+// the process that listened there is gone. An accepted connection (the
+// process holds its listener, even stopped), no answer within timeout,
+// a local failure, or a name that is not a socket address: false.
+func Refused(name []byte, timeout time.Duration) bool {
+	ap, ok := sockAddr(name)
+	if !ok {
+		return false
+	}
+	conn, err := net.DialTimeout("tcp", ap.String(), timeout)
+	if err == nil {
+		conn.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) ||
+		errors.Is(err, syscall.ENETUNREACH)
 }
 
 // IsSockAddr reports whether a core name is an IP socket address (tcp's),
