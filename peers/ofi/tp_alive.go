@@ -62,7 +62,7 @@ func (t *Transport) listening(p *Peer) int {
 			c.Store(peerNotListening)
 			return
 		}
-		conn.Close()
+		reset(conn)
 		c.Store(peerListening)
 	}()
 	return peerCheckPending
@@ -81,11 +81,23 @@ func Refused(name []byte, timeout time.Duration) bool {
 	}
 	conn, err := net.DialTimeout("tcp", ap.String(), timeout)
 	if err == nil {
-		conn.Close()
+		reset(conn)
 		return false
 	}
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) ||
 		errors.Is(err, syscall.ENETUNREACH)
+}
+
+// reset closes a probe's connection with a reset, not an orderly close:
+// the listener is a core's (2.1 tcp's), which accepts it and waits for a
+// connection request; reading end-of-file there, it may see a stale
+// EAGAIN and keep the socket for ever (and poll it on every progress),
+// while a reset fails its read and it closes the socket.
+func reset(conn net.Conn) {
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	conn.Close()
 }
 
 // IsSockAddr reports whether a core name is an IP socket address (tcp's),
