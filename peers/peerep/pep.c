@@ -473,13 +473,23 @@ int lnx_pep_start(struct lnx_pentry *e, int tagged)
 	return start(e);
 }
 
+/* The cores' discard_* lets go of their part of the message without
+ * calling free_entry (2.1 rxm and shm): the owner frees its entry. It
+ * stays marked queued meanwhile, so that a core calling free_entry inside
+ * would only mark it dropped. */
 int lnx_pep_discard(struct lnx_pentry *e, int tagged)
 {
 	if (pep_dropped(e))
 		return 0;
-	e->queued = 0;
 	struct lnx_peer_srx_peer *ops = peer_ops_of(e);
 	int (*discard)(struct lnx_pentry *) =
 		(int (*)(struct lnx_pentry *))(tagged ? ops->discard_tag : ops->discard_msg);
-	return discard(e);
+	int ret = discard(e);
+	if (ret) {
+		e->queued = 0; /* the core may still hold it: not freed */
+		return ret;
+	}
+	free((void *)e->pe.context);
+	free(e);
+	return 0;
 }
