@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -104,6 +105,9 @@ func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
 		_ = c.fab.Close()
 		return nil, err
 	}
+	if strings.Contains(cd.choice.ProvName, "ofi_rxm") {
+		rxmNoSAR()
+	}
 	ep, err := peerep.Open(c.dom.Ptr(), c.dom.InfoPtr(), src, c)
 	if err != nil {
 		_ = c.dom.Close()
@@ -120,6 +124,21 @@ func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
 	}
 	c.blob = ofi.EncodeAddr(id, ep.Name())
 	return c, nil
+}
+
+// rxmNoSAR turns rxm's SAR protocol off (FI_OFI_RXM_SAR_LIMIT at or
+// below the eager limit, read when an rxm endpoint opens) unless the user
+// set the variable: 2.1 rxm crashes when it closes a connection (its
+// peer died) while a SAR message from it is half received, since
+// rxm_close_conn hands the records of its own list of such messages to
+// the owner's free_entry as if they were owner entries (a call through a
+// pointer read from rxm's record: PC 0 in soak_short's core dumps).
+// Messages over the eager limit go by rendezvous instead, whose queued
+// entries lnx checks before it starts them (senderGone).
+func rxmNoSAR() {
+	if _, ok := os.LookupEnv("FI_OFI_RXM_SAR_LIMIT"); !ok {
+		_ = os.Setenv("FI_OFI_RXM_SAR_LIMIT", "0")
+	}
 }
 
 // peerAPIUsable says whether the running libfabric's peer structs are the
