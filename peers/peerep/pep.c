@@ -63,12 +63,13 @@ static void own_foreach_unspec_addr(uintptr_t srx, uint64_t (*get_addr)(struct l
 static struct lnx_pcomp *comp_slot(struct lnx_pep *p);
 
 /* The core is done with an entry. Usually it wrote the receive's
- * completion first (which cleared pe.context). 2.1 rxm also lets go of
- * the entries of partly received messages when it closes a connection
- * (rxm_close_conn), with no completion, and expects the owner to unlink
- * each from the list it keeps them in (its next/prev, which lnx never
- * uses): it loops until that list is empty. Such a receive fails with
- * -FI_ECONNABORTED; an entry Go holds as unexpected is only marked. */
+ * completion first (which cleared pe.context). An entry still linked in
+ * a list of the core's (its next/prev, which lnx never uses) is unlinked
+ * first, and a receive bound to it fails with -FI_ECONNABORTED (the core
+ * wrote no completion); an entry Go holds as unexpected is only marked.
+ * (2.1 rxm_close_conn's loop over its SAR list calls free_entry through
+ * rxm's own records, not owner entries: lnx keeps rxm's SAR off,
+ * docs/peer-api.md.) */
 static void own_free_entry(struct lnx_pentry *e)
 {
 	uintptr_t *next = (uintptr_t *)e->pe.next, *prev = (uintptr_t *)e->pe.prev;
