@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/lnx-go/lnx-go/internal/fi"
 	"github.com/lnx-go/lnx-go/internal/memmap"
+	"github.com/lnx-go/lnx-go/lnx/logging"
 	"github.com/lnx-go/lnx-go/peers"
 	"github.com/lnx-go/lnx-go/peers/ofi"
 	"github.com/lnx-go/lnx-go/peers/peerep"
@@ -46,6 +49,7 @@ type peerCore struct {
 	// sender is found in lnx's AV (av.byNetID).
 	byName map[string]uint64
 	byCore map[uint64]uint64
+	names  map[uint64][]byte // core fi_addr -> core name (senderGone)
 	avGen  uint64
 	avSeen *AV
 
@@ -72,6 +76,7 @@ type peerCore struct {
 	watch   map[uint64]*ofi.Peer // sends in the core, by id: the peer's side transport
 	dropped map[uint64]struct{}  // sends failed by peerGone that the core still holds
 	gone    uint64               // sends failed that way
+	closed  uint64               // queued messages whose sender was gone at start (senderGone)
 
 	sends, injects, expected, started, unexpected uint64
 }
@@ -89,7 +94,7 @@ type peerRecv struct {
 // src, if set, binds it (node/service with FI_SOURCE): its id is then
 // ofi.NameID of the address it got, as the transport's.
 func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
-	c := &peerCore{e: e, byName: map[string]uint64{}, byCore: map[uint64]uint64{},
+	c := &peerCore{e: e, byName: map[string]uint64{}, byCore: map[uint64]uint64{}, names: map[uint64][]byte{},
 		recvs: map[uint64]*peerRecv{}, early: map[uint64]error{},
 		watch: map[uint64]*ofi.Peer{}, dropped: map[uint64]struct{}{}}
 	var err error
@@ -99,6 +104,9 @@ func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
 	if c.dom, err = c.fab.OpenDomain(); err != nil {
 		_ = c.fab.Close()
 		return nil, err
+	}
+	if strings.Contains(cd.choice.ProvName, "ofi_rxm") {
+		rxmNoSAR()
 	}
 	ep, err := peerep.Open(c.dom.Ptr(), c.dom.InfoPtr(), src, c)
 	if err != nil {
@@ -116,6 +124,21 @@ func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
 	}
 	c.blob = ofi.EncodeAddr(id, ep.Name())
 	return c, nil
+}
+
+// rxmNoSAR turns rxm's SAR protocol off (FI_OFI_RXM_SAR_LIMIT at or
+// below the eager limit, read when an rxm endpoint opens) unless the user
+// set the variable: 2.1 rxm crashes when it closes a connection (its
+// peer died) while a SAR message from it is half received, since
+// rxm_close_conn hands the records of its own list of such messages to
+// the owner's free_entry as if they were owner entries (a call through a
+// pointer read from rxm's record: PC 0 in soak_short's core dumps).
+// Messages over the eager limit go by rendezvous instead, whose queued
+// entries lnx checks before it starts them (senderGone).
+func rxmNoSAR() {
+	if _, ok := os.LookupEnv("FI_OFI_RXM_SAR_LIMIT"); !ok {
+		_ = os.Setenv("FI_OFI_RXM_SAR_LIMIT", "0")
+	}
 }
 
 // peerAPIUsable says whether the running libfabric's peer structs are the
@@ -204,6 +227,7 @@ func (c *peerCore) connect(blob []byte) (uint64, error) {
 	}
 	c.byName[string(name)] = fa
 	c.byCore[fa] = id
+	c.names[fa] = name
 	return fa, nil
 }
 
@@ -312,6 +336,15 @@ func (c *peerCore) landed(p *peerRecv, n uint64) (uint64, error) {
 // start starts a queued message into receive r (deliver).
 func (c *peerCore) start(r *recvCtx, src, size uint64, hdr msgHdr, pe peerep.Entry, kind uint64) {
 	tagged := hdr.Flags&hdrTagged != 0
+	if c.senderGone(pe) {
+		c.closed++
+		if err := c.ep.Discard(pe, tagged); err != nil {
+			logging.Warnf(logging.EPData, "discarding a message whose sender is gone: %v", err)
+		}
+		c.e.complete(r, src, size, 0, hdr, kind, kindNet, fi.Wrap(fi.ECONNABORTED,
+			"the sender of this %d-byte message is gone (its listener refuses connections)", size))
+		return
+	}
 	err := c.bind(pe, r, src, size, kind, size > r.capacity() || r.dev)
 	if err == nil {
 		c.started++
@@ -323,6 +356,29 @@ func (c *peerCore) start(r *recvCtx, src, size uint64, hdr msgHdr, pe peerep.Ent
 	if err != nil {
 		c.e.complete(r, src, size, 0, hdr, kind, kindNet, err)
 	}
+}
+
+// senderGone says, right before start, whether the sender of queued entry
+// pe is gone. 2.1 rxm closes a connection when it reads its peer's
+// shutdown (a killed process's kernel sends it) and frees it, but keeps
+// the messages of it that it queued with us and tells us nothing; its
+// start of such a message larger than it holds itself (rendezvous, and
+// SAR not yet whole) then uses the closed connection: a crash. The
+// process that sent it closed its listener too, so a connection to the
+// sender's core address is refused then: lnx asks, for each message over
+// the core's inject size, and discards instead of starting. No core
+// progress runs between the answer and the start, so rxm cannot close the
+// connection in between; an accepted connection (the sender alive, or
+// stopped) or no answer in time starts it as before.
+func (c *peerCore) senderGone(pe peerep.Entry) bool {
+	if pe.Size() <= uint64(c.ep.Inject) {
+		return false // the core holds all of it
+	}
+	name, ok := c.names[pe.Addr()]
+	if !ok {
+		return false // an unknown sender (FI_ADDR_NOTAVAIL): cannot ask
+	}
+	return ofi.Refused(name, min(c.e.Domain.cfg.PeerTimeout, time.Second))
 }
 
 // Write (peerep.Owner): an operation completed.
@@ -485,6 +541,9 @@ func (c *peerCore) writeStats(w io.Writer) {
 	var gone string
 	if c.gone > 0 {
 		gone = fmt.Sprintf(", %d sends failed for a peer gone", c.gone)
+	}
+	if c.closed > 0 {
+		gone += fmt.Sprintf(", %d queued messages of a sender gone discarded", c.closed)
 	}
 	fmt.Fprintf(w, "lnx: pid %d link %s peer API: sends %d, injects %d, receives matched on arrival %d, unexpected %d (started %d)%s\n",
 		os.Getpid(), c.e.Domain.Link.Name(), c.sends, c.injects, c.expected, c.unexpected, c.started, gone)

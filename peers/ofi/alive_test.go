@@ -4,8 +4,11 @@ package ofi
 
 import (
 	"encoding/binary"
+	"errors"
+	"io"
 	"net"
 	"net/netip"
+	"os"
 	"testing"
 	"time"
 )
@@ -83,6 +86,83 @@ func TestListening(t *testing.T) {
 	}
 	if r := tr.listening(&Peer{name: make([]byte, 8)}); r != peerUnknown {
 		t.Errorf("a non-IP address: %d, want peerUnknown", r)
+	}
+}
+
+// TestRefused: the check made right before starting a message held by a
+// peer-API core says refused for a closed listening address only; an
+// accepted connection and a name that is not a socket address are not.
+func TestRefused(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := closed.Addr().(*net.TCPAddr).AddrPort()
+	closed.Close()
+	name := func(ap netip.AddrPort) []byte {
+		b := make([]byte, 16)
+		binary.NativeEndian.PutUint16(b, 2)
+		binary.BigEndian.PutUint16(b[2:], ap.Port())
+		a4 := ap.Addr().As4()
+		copy(b[4:], a4[:])
+		return b
+	}
+	if Refused(name(l.Addr().(*net.TCPAddr).AddrPort()), time.Second) {
+		t.Error("a listening address: refused")
+	}
+	if !Refused(name(gone), time.Second) {
+		t.Error("a closed address: not refused")
+	}
+	if Refused(make([]byte, 8), time.Second) {
+		t.Error("a non-IP name: refused")
+	}
+}
+
+// TestProbeResets: a probe's connection ends in a reset, which the
+// listener's read sees as an error. An orderly close (end-of-file) left
+// 2.1 tcp's listener holding the socket for ever: soak_short's workers
+// grew by one fd per probe over the peer path.
+func TestProbeResets(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ap := l.Addr().(*net.TCPAddr).AddrPort()
+	name := make([]byte, 16)
+	binary.NativeEndian.PutUint16(name, 2)
+	binary.BigEndian.PutUint16(name[2:], ap.Port())
+	a4 := ap.Addr().As4()
+	copy(name[4:], a4[:])
+	for _, probe := range []struct {
+		what string
+		run  func()
+	}{
+		{"Refused", func() { Refused(name, time.Second) }},
+		{"listening", func() {
+			tr := &Transport{cfg: Config{PeerTimeout: DefaultPeerTimeout}}
+			p := &Peer{name: name}
+			for r := tr.listening(p); r == peerCheckPending; r = tr.listening(p) {
+			}
+		}},
+	} {
+		probe.run()
+		c, err := l.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		var b [1]byte
+		n, err := c.Read(b[:])
+		c.Close()
+		if err == nil || err == io.EOF || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("%s: the listener read %d bytes, %v; want a reset", probe.what, n, err)
+		}
 	}
 }
 

@@ -4,9 +4,12 @@ package ofi
 
 import (
 	"encoding/binary"
+	"errors"
 	"net"
 	"net/netip"
 	"sync/atomic"
+	"syscall"
+	"time"
 )
 
 // Liveness of a peer that the core keeps refusing (see eagain).
@@ -59,10 +62,42 @@ func (t *Transport) listening(p *Peer) int {
 			c.Store(peerNotListening)
 			return
 		}
-		conn.Close()
+		reset(conn)
 		c.Store(peerListening)
 	}()
 	return peerCheckPending
+}
+
+// Refused asks the kernel of the host in the core name (an IP socket
+// address) at once, waiting at most timeout: true when a TCP connection
+// to its listening address is refused or the host is unreachable, so that
+// the process that listened there is gone. An accepted connection (the
+// process holds its listener, even stopped), no answer within timeout,
+// a local failure, or a name that is not a socket address: false.
+func Refused(name []byte, timeout time.Duration) bool {
+	ap, ok := sockAddr(name)
+	if !ok {
+		return false
+	}
+	conn, err := net.DialTimeout("tcp", ap.String(), timeout)
+	if err == nil {
+		reset(conn)
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) ||
+		errors.Is(err, syscall.ENETUNREACH)
+}
+
+// reset closes a probe's connection with a reset, not an orderly close:
+// the listener is a core's (2.1 tcp's), which accepts it and waits for a
+// connection request; reading end-of-file there, it may see a stale
+// EAGAIN and keep the socket for ever (and poll it on every progress),
+// while a reset fails its read and it closes the socket.
+func reset(conn net.Conn) {
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	conn.Close()
 }
 
 // IsSockAddr reports whether a core name is an IP socket address (tcp's),

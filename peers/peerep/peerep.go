@@ -31,6 +31,8 @@ func (e Entry) Valid() bool { return e.c != nil }
 // fi_addr of its sender.
 func (e Entry) Size() uint64 { return uint64(e.c.pe.msg_size) }
 
+func (e Entry) Addr() uint64 { return uint64(e.c.pe.addr) }
+
 // CQData is the sender's CQ data of a queued message, if HasData.
 func (e Entry) CQData() (uint64, bool) {
 	return uint64(e.c.pe.cq_data), uint64(e.c.pe.flags)&fi.REMOTE_CQ_DATA != 0

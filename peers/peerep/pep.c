@@ -63,12 +63,13 @@ static void own_foreach_unspec_addr(uintptr_t srx, uint64_t (*get_addr)(struct l
 static struct lnx_pcomp *comp_slot(struct lnx_pep *p);
 
 /* The core is done with an entry. Usually it wrote the receive's
- * completion first (which cleared pe.context). 2.1 rxm also lets go of
- * the entries of partly received messages when it closes a connection
- * (rxm_close_conn), with no completion, and expects the owner to unlink
- * each from the list it keeps them in (its next/prev, which lnx never
- * uses): it loops until that list is empty. Such a receive fails with
- * -FI_ECONNABORTED; an entry Go holds as unexpected is only marked. */
+ * completion first (which cleared pe.context). An entry still linked in
+ * a list of the core's (its next/prev, which lnx never uses) is unlinked
+ * first, and a receive bound to it fails with -FI_ECONNABORTED (the core
+ * wrote no completion); an entry Go holds as unexpected is only marked.
+ * (2.1 rxm_close_conn's loop over its SAR list calls free_entry through
+ * rxm's own records, not owner entries: lnx keeps rxm's SAR off,
+ * docs/peer-api.md.) */
 static void own_free_entry(struct lnx_pentry *e)
 {
 	uintptr_t *next = (uintptr_t *)e->pe.next, *prev = (uintptr_t *)e->pe.prev;
@@ -473,13 +474,23 @@ int lnx_pep_start(struct lnx_pentry *e, int tagged)
 	return start(e);
 }
 
+/* The cores' discard_* lets go of their part of the message without
+ * calling free_entry (2.1 rxm and shm): the owner frees its entry. It
+ * stays marked queued meanwhile, so that a core calling free_entry inside
+ * would only mark it dropped. */
 int lnx_pep_discard(struct lnx_pentry *e, int tagged)
 {
 	if (pep_dropped(e))
 		return 0;
-	e->queued = 0;
 	struct lnx_peer_srx_peer *ops = peer_ops_of(e);
 	int (*discard)(struct lnx_pentry *) =
 		(int (*)(struct lnx_pentry *))(tagged ? ops->discard_tag : ops->discard_msg);
-	return discard(e);
+	int ret = discard(e);
+	if (ret) {
+		e->queued = 0; /* the core may still hold it: not freed */
+		return ret;
+	}
+	free((void *)e->pe.context);
+	free(e);
+	return 0;
 }

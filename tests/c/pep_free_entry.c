@@ -15,7 +15,10 @@
  *  - an entry Go holds as unexpected stays valid until Go starts it, and
  *    that start fails with -FI_ECONNABORTED without calling the core;
  *  - an entry whose receive completed normally (its completion written
- *    through the peer CQ) and is then freed adds no completion.
+ *    through the peer CQ) and is then freed adds no completion;
+ *  - an entry Go discards (FI_DISCARD, or a sender gone) is freed by the
+ *    owner once the core's discard_tag returns: the cores do not call
+ *    free_entry for it (it leaked before). free is wrapped to see that.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +49,25 @@ void lnxPepDrain(uintptr_t h)
 	(void)h;
 	fprintf(stderr, "FAIL: completion batch drained\n");
 	exit(1);
+}
+
+/* free, wrapped (-Wl,--wrap=free): the last pointer pep.c freed. */
+void __real_free(void *);
+static void *last_freed;
+void __wrap_free(void *ptr)
+{
+	if (ptr)
+		last_freed = ptr;
+	__real_free(ptr);
+}
+
+/* The core's discard_tag: lets go of its part, never calls free_entry. */
+static int discards;
+static int core_discard(struct lnx_pentry *e)
+{
+	(void)e;
+	discards++;
+	return 0;
 }
 
 /* The core's list of entries: a dlist through the entry's next/prev. */
@@ -135,6 +157,20 @@ int main(void)
 	/* The normally completed one: freed with no completion added. */
 	free_entry(done);
 	CHECK(p->ncomp == 2, "%u completions after a normal free_entry", p->ncomp);
+
+	/* A queued entry Go discards: the core's discard_tag once, then the
+	 * owner frees the entry (no completion: no receive took it). */
+	struct lnx_peer_srx_peer peer = { .size = sizeof(peer),
+					  .discard_tag = (uintptr_t)core_discard,
+					  .discard_msg = (uintptr_t)core_discard };
+	p->srx.peer_ops = (uintptr_t)&peer;
+	struct lnx_pentry *gone = get_tag(p, 0x74);
+	((int (*)(struct lnx_pentry *))o->queue_tag)(gone);
+	last_freed = NULL;
+	CHECK(lnx_pep_discard(gone, 1) == 0, "discard");
+	CHECK(discards == 1, "core's discard_tag called %d times", discards);
+	CHECK(last_freed == gone, "the discarded entry was not freed");
+	CHECK(p->ncomp == 2, "%u completions after a discard", p->ncomp);
 
 	free(p);
 	if (unit_failures)
