@@ -132,13 +132,17 @@ static int lnx_arm_may_wait(const struct lnx_arm *a, const struct lnx_arm_ring *
 		uint64_t size = __atomic_load_n(&rec->size, __ATOMIC_RELAXED);
 		uint64_t tag = __atomic_load_n(&rec->tag, __ATOMIC_RELAXED);
 		hflags = kf >> 32;
+		if ((kf & 0xff) == LNX_REC_PAD && (pos & r->mask) != 0) {
+			pos += r->size - (pos & r->mask);
+			continue;
+		}
 		if ((kf & 0xff) == LNX_REC_EAGER && size <= r->eager_max) {
 			need = lnx_rec_len(size);
 		} else if ((kf & 0xff) == LNX_REC_RNDV && ((kf >> 8) & 0xff) >= 1 &&
 			   ((kf >> 8) & 0xff) <= LNX_REC_MAX_IOV) {
 			need = lnx_rec_len(((kf >> 8) & 0xff) * LNX_REC_IOV);
 		} else {
-			return 0; /* a pad or another kind: Go */
+			return 0; /* another kind: Go */
 		}
 		if ((pos & r->mask) + need > r->size || lnx_arm_match(a, hflags, tag, r->src) >= 0)
 			return 0;
@@ -392,6 +396,14 @@ int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 			uint64_t kf = rec->kf, hflags = kf >> 32, size = rec->size;
 			uint64_t need = lnx_rec_len(size);
 			int32_t k;
+			if ((kf & 0xff) == LNX_REC_PAD && off != 0) {
+				/* The sender wrapped (shm's Poll does the same; a pad
+				 * at the ring's start is corruption Go reports). */
+				r->head += r->size - off;
+				__atomic_store_n((uint64_t *)r->fwd_head, r->head,
+						 __ATOMIC_RELEASE);
+				continue;
+			}
 			if ((kf & 0xff) == LNX_REC_RNDV) {
 				uint64_t n = lnx_arm_rndv(a, serial, r, rec, off, kf);
 				if (n == LNX_ARM_WAIT)

@@ -41,11 +41,41 @@ static int lnx_copyable(const void *buf, size_t len)
 }
 
 /*
+ * lnx_ring_reserve makes room for a record of need bytes at the tail of
+ * slot s's ring (s->lock held), as shm's reserveSlow does: where the record
+ * would not fit before the ring's end it first writes a pad record there
+ * (the receiver skips to the start), so that C, not Go, takes the wrap.
+ * It returns the record's offset and sets *tail to its position, or
+ * returns UINT64_MAX when the ring has no room (Go decides between
+ * -FI_EAGAIN and a dead peer).
+ */
+static uint64_t lnx_ring_reserve(struct lnx_txslot *s, uint64_t need, uint64_t *tail)
+{
+	uint64_t t = s->tail, off = t & s->mask, pad = 0;
+	if (off + need > s->size)
+		pad = s->size - off;
+	if (t + pad + need + LNX_REC_LINE > s->head_cache + s->size) {
+		s->head_cache = __atomic_load_n((const uint64_t *)s->fwd_head, __ATOMIC_ACQUIRE);
+		if (t + pad + need + LNX_REC_LINE > s->head_cache + s->size)
+			return UINT64_MAX;
+	}
+	if (pad) {
+		struct lnx_rec *rec = (struct lnx_rec *)(s->ring + off);
+		rec->kf = LNX_REC_PAD;
+		__atomic_store_n(&rec->stamp, lnx_rec_stamp(t, s->salt), __ATOMIC_RELEASE);
+		t += pad;
+		s->tail = t;
+		off = 0;
+	}
+	*tail = t;
+	return off;
+}
+
+/*
  * lnx_fast_put_shm appends an eager record to a same-node peer's shm ring
  * through its slot, the way shm.Endpoint.Send does: 0, or declined when
- * the slot is not ready, the receiver has closed its endpoint, the record
- * would wrap (Go writes the pad record) or the ring is full (Go decides
- * between -FI_EAGAIN and a dead peer).
+ * the slot is not ready, the receiver has closed its endpoint or the ring
+ * is full (Go decides between -FI_EAGAIN and a dead peer).
  */
 static ssize_t lnx_fast_put_shm(struct lnx_txslot *s, int serial, uint64_t hflags, uint64_t tag,
 				uint64_t data, const void *buf, size_t len)
@@ -59,15 +89,10 @@ static ssize_t lnx_fast_put_shm(struct lnx_txslot *s, int serial, uint64_t hflag
 	if (!s->ready || len > s->eager_max ||
 	    __atomic_load_n((const uint64_t *)s->peer_state, __ATOMIC_ACQUIRE) != LNX_SHM_PEER_OPEN)
 		goto out; /* Go reports a closed peer */
-	uint64_t need = lnx_rec_len(len);
-	uint64_t tail = s->tail, off = tail & s->mask;
-	if (off + need > s->size)
+	uint64_t need = lnx_rec_len(len), tail;
+	uint64_t off = lnx_ring_reserve(s, need, &tail);
+	if (off == UINT64_MAX)
 		goto out;
-	if (tail + need + LNX_REC_LINE > s->head_cache + s->size) {
-		s->head_cache = __atomic_load_n((const uint64_t *)s->fwd_head, __ATOMIC_ACQUIRE);
-		if (tail + need + LNX_REC_LINE > s->head_cache + s->size)
-			goto out;
-	}
 	struct lnx_rec *rec = (struct lnx_rec *)(s->ring + off);
 	rec->kf = LNX_REC_EAGER | hflags << 32;
 	rec->tag = tag;
@@ -118,8 +143,7 @@ static ssize_t lnx_fast_put_net(struct lnx_arm *a, int serial, fi_addr_t dest, u
  * owner at any time. The completion goes to the receive CQ's ring, so the
  * transmit CQ must be that CQ. 0, or declined (Go sends): not lent, arm.lock
  * busy, another CQ, the slot not ready or the receiver closed, its table
- * or the arm's list of peers full, the record would wrap or the ring is
- * full.
+ * or the arm's list of peers full, or the ring is full.
  */
 static ssize_t lnx_fast_put_rndv(struct lnx_fast *f, struct lnx_txslot *s, int serial,
 				 uint64_t hflags, uint64_t tag, uint64_t data, const void *buf,
@@ -146,15 +170,10 @@ static ssize_t lnx_fast_put_rndv(struct lnx_fast *f, struct lnx_txslot *s, int s
 	if (!s->ready || len > s->rndv_max ||
 	    __atomic_load_n((const uint64_t *)s->peer_state, __ATOMIC_ACQUIRE) != LNX_SHM_PEER_OPEN)
 		goto unlock;
-	uint64_t need = lnx_rec_len(LNX_REC_IOV);
-	uint64_t tail = s->tail, off = tail & s->mask;
-	if (off + need > s->size)
+	uint64_t need = lnx_rec_len(LNX_REC_IOV), tail;
+	uint64_t off = lnx_ring_reserve(s, need, &tail);
+	if (off == UINT64_MAX)
 		goto unlock;
-	if (tail + need + LNX_REC_LINE > s->head_cache + s->size) {
-		s->head_cache = __atomic_load_n((const uint64_t *)s->fwd_head, __ATOMIC_ACQUIRE);
-		if (tail + need + LNX_REC_LINE > s->head_cache + s->size)
-			goto unlock;
-	}
 	struct lnx_txrndv *r = &s->r[j];
 	struct lnx_rec *rec = (struct lnx_rec *)(s->ring + off);
 	uint64_t *body = (uint64_t *)((char *)rec + LNX_REC_HDR);
@@ -189,8 +208,8 @@ out:
  * lnx_fast_send sends a small message without a call into Go: to a peer on
  * this node through its shm ring, or to the network peer of a lent
  * transport, and queues the completion in the transmit CQ's C ring.
- * Anything it is not sure about (no slot published yet, ring full or
- * wrapping, the ...msg variants, several buffers, completion ring full,
+ * Anything it is not sure about (no slot published yet, ring full, the
+ * ...msg variants, several buffers, completion ring full,
  * a network message over the core's inject size) is declined and goes to
  * Go, which also reports every error. serial: the endpoint's domain is
  * serial (see lnx_lock).

@@ -101,6 +101,7 @@ func TestCLayout(t *testing.T) {
 		{"LNX_SHM_PEER_OPEN (epOpen)", uintptr(epOpen), 1},
 		{"LNX_REC_HDR (recHdrSize)", uintptr(recHdrSize), 48},
 		{"LNX_REC_LINE (lineBytes)", uintptr(lineBytes), 64},
+		{"LNX_REC_PAD (recPad)", uintptr(recPad), 1},
 		{"LNX_REC_EAGER (recEager)", uintptr(recEager), 2},
 		{"LNX_REC_RNDV (recRndv)", uintptr(recRndv), 3},
 		{"LNX_REC_IOV (iovBytes)", uintptr(iovBytes), 16},

@@ -171,6 +171,7 @@ struct lnx_txslot {
  * (pos ^ salt) | 1, is written last. */
 #define LNX_REC_HDR   48
 #define LNX_REC_LINE  64
+#define LNX_REC_PAD   1 /* the rest of the ring is padding: skip to its start */
 #define LNX_REC_EAGER 2
 struct lnx_rec {
 	uint64_t stamp; /* (pos ^ salt) | 1, stored last (release) */

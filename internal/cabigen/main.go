@@ -121,7 +121,8 @@ var outputs = []output{
 		},
 		checked: []constant{
 			{name: "epOpen", macro: "LNX_SHM_PEER_OPEN"}, {name: "recHdrSize", macro: "LNX_REC_HDR"},
-			{name: "lineBytes", macro: "LNX_REC_LINE"}, {name: "recEager", macro: "LNX_REC_EAGER"},
+			{name: "lineBytes", macro: "LNX_REC_LINE"}, {name: "recPad", macro: "LNX_REC_PAD"},
+			{name: "recEager", macro: "LNX_REC_EAGER"},
 			{name: "recRndv", macro: "LNX_REC_RNDV"}, {name: "iovBytes", macro: "LNX_REC_IOV"},
 			{name: "MaxIOV", macro: "LNX_REC_MAX_IOV"}, {name: "rfNoCMA", macro: "LNX_REC_NOCMA"},
 			{name: "ackOK", macro: "LNX_ACK_OK"}, {name: "ackBytes", macro: "LNX_ACK_BYTES"},

@@ -244,6 +244,23 @@ int main(void)
 	untouched(&f, "a truncation");
 	teardown(&f);
 
+	/* A pad record at the ring's head (the sender wrapped): C skips to
+	 * the ring's start, publishes the new head and takes the record
+	 * there (a pad went to Go before). */
+	setup(&f);
+	f.a->r[0].head = f.fwd_head = f.tail = RING_BYTES - 128;
+	put(&f, 0, 0, 0, 0, LNX_REC_PAD);
+	f.tail = RING_BYTES;
+	put(&f, 0x77, 0xd9, 8, 0x33, LNX_REC_EAGER);
+	got = take(&f);
+	CHECK(got == 1, "a pad at the head: lnx_arm_take returned %d, want 1", got);
+	CHECK(f.a->r[0].head == RING_BYTES + lnx_rec_len(8) && f.fwd_head == f.a->r[0].head,
+	      "a pad at the head: head %llu published %llu", (unsigned long long)f.a->r[0].head,
+	      (unsigned long long)f.fwd_head);
+	CHECK(f.recv[0][0] == 0x33 && f.recv[0][7] == 0x33 && f.recv[0][8] == 0xee,
+	      "a pad at the head: receive data");
+	teardown(&f);
+
 	if (unit_failures)
 		return 1;
 	printf("arm_eager_hold: ok\n");

@@ -332,6 +332,42 @@ int main(void)
 		teardown(x);
 	}
 
+	/* An eager send that would not fit before the ring's end: C writes
+	 * the pad record there and the record at the ring's start (Go wrote
+	 * the pad before, so every wrap took the endpoint back). Without room
+	 * for both, nothing is written and Go decides. */
+	for (int room = 1; room >= 0; room--) {
+		x = setup();
+		uint64_t t0 = RING_BYTES - 128, need = lnx_rec_len(1000);
+		x->s->tail = x->s->head_cache = x->fwd_head = t0;
+		if (!room)
+			x->fwd_head = x->s->head_cache = need - 64; /* one line short */
+		ssize_t got = send_kind(x, 1000, &x->ctx[0], LNX_OP_TAGGED);
+		const struct lnx_rec *pad = rec_at(x, t0), *rec = rec_at(x, 0);
+		if (room) {
+			CHECK(got == 0, "wrap: lnx_fast_send returned %zd", got);
+			CHECK(pad->kf == LNX_REC_PAD && pad->stamp == lnx_rec_stamp(t0, SALT),
+			      "wrap: pad kf %#llx stamp %#llx", (unsigned long long)pad->kf,
+			      (unsigned long long)pad->stamp);
+			CHECK(rec->stamp == lnx_rec_stamp(RING_BYTES, SALT) &&
+				      (rec->kf & 0xff) == LNX_REC_EAGER && rec->size == 1000 &&
+				      rec->tag == 0x77 &&
+				      !memcmp((const char *)rec + LNX_REC_HDR, x->buf, 1000),
+			      "wrap: record stamp %#llx kf %#llx size %llu",
+			      (unsigned long long)rec->stamp, (unsigned long long)rec->kf,
+			      (unsigned long long)rec->size);
+			CHECK(x->s->tail == RING_BYTES + need, "wrap: tail %llu",
+			      (unsigned long long)x->s->tail);
+		} else {
+			CHECK(got == LNX_FAST_DECLINED && x->s->tail == t0 && pad->stamp == 0 &&
+				      rec->stamp == 0,
+			      "wrap, ring full: returned %zd, tail %llu, pad stamp %#llx", got,
+			      (unsigned long long)x->s->tail, (unsigned long long)pad->stamp);
+		}
+		CHECK(x->s->lock == 0, "wrap: slot lock left held");
+		teardown(x);
+	}
+
 	if (unit_failures) {
 		fprintf(stderr, "tx_rndv_records: %d failures\n", unit_failures);
 		return 1;
