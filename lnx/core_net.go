@@ -130,7 +130,8 @@ func (c *netCore) writeStats(w io.Writer) {
 	if c.side {
 		where = "side transport (one-sided operations, probes)"
 	}
-	fmt.Fprintf(w, "lnx: pid %d link %s %s sends: inline %d, eager %d, tagged eager %d, split %d, rendezvous %d (read %d)\n",
+	fmt.Fprintf(w, "lnx: pid %d link %s %s sends: inline %d, eager %d, tagged eager %d, split %d, rendezvous %d (read %d; "+
+		"buffers registered %d, registrations reused %d)\n",
 		os.Getpid(), c.e.Domain.Link.Name(), where, s.Injected, s.EagerSends, s.TaggedEager, s.SplitSends,
-		s.RndvSends-s.SplitSends, s.ReadSends)
+		s.RndvSends-s.SplitSends, s.ReadSends, s.SendRegs, s.SendRegHits)
 }

@@ -253,7 +253,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 		// On the domain lnx opened. 1.17 rxm never reports a dead peer:
 		// the transport probes and gives up after the peer timeout.
 		t, err := c.dom.OpenTransport(ofi.Config{PeerTimeout: d.cfg.PeerTimeout,
-			Credits: d.cfg.NetCredits, NoRead: !d.cfg.NetRead, SrcName: srcName})
+			Credits: d.cfg.NetCredits, NoRead: !d.cfg.NetRead, SrcName: srcName, SendRegs: sendRegs(d.cfg.MRCacheMax)})
 		if err != nil {
 			e.closeCores()
 			return nil, err
@@ -264,6 +264,16 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 	}
 	d.get()
 	return e, nil
+}
+
+// sendRegs is how many idle registrations of send buffers a transport
+// keeps (ofi.Config.SendRegs): FI_LNX_MR_CACHE_MAX, as for the
+// application's MRs; 0 keeps none.
+func sendRegs(cacheMax int) int {
+	if cacheMax <= 0 {
+		return -1
+	}
+	return min(cacheMax, ofi.MaxSendRegs)
 }
 
 // openSide opens the transport beside peer core pc, on the domain lnx
@@ -288,7 +298,7 @@ func (e *Endpoint) openSide(cd *coreDomain, pc *peerCore) error {
 	}
 	cfg := e.Domain.cfg
 	t, err := cd.dom.OpenTransport(ofi.Config{ID: id, PeerTimeout: cfg.PeerTimeout,
-		Credits: cfg.NetCredits, NoRead: !cfg.NetRead, OnError: pc.peerGone})
+		Credits: cfg.NetCredits, NoRead: !cfg.NetRead, OnError: pc.peerGone, SendRegs: sendRegs(cfg.MRCacheMax)})
 	if err != nil {
 		return fmt.Errorf("side transport: %w", err)
 	}

@@ -83,7 +83,8 @@ var Vars = []Var{
 	{RearmRecv, ParamBool, "Once C completed an armed receive, arm the next one posted in C too (default: on)."},
 	{HmemIPC, ParamBool, "Move large device buffers between processes of one node by IPC handle; " +
 		"0 stages them through host memory (default: on)."},
-	{MRCacheMax, ParamSize, "Idle network-core registrations kept per domain for reuse (default 1024; 0 closes them with their MR)."},
+	{MRCacheMax, ParamSize, "Idle network-core registrations kept per domain for reuse, and per endpoint of large sends' " +
+		"buffers on cores that pin nothing (default 1024; 0 closes them with their MR or send)."},
 	{CudaLib, ParamString, "CUDA driver library to load instead of libcuda.so.1; 'none' disables CUDA."},
 	{RocmLib, ParamString, "HIP runtime library to load instead of libamdhip64.so; 'none' disables ROCm."},
 	{WaitSleepMax, ParamString, "Longest sleep between two progress polls of a blocked wait (fi_cq_sread, fi_cntr_wait, " +

@@ -55,7 +55,7 @@ type op struct {
 	split   bool  // kPull: receives a split message's data (no CTS)
 	raddr   uint64
 	rkey    uint64
-	mr      *MR // kRndv: our registration of the data, closed with the op
+	reg     *sendReg // kRndv: our registration of the data, released with the op
 	round   uint32
 	pin     runtime.Pinner
 

@@ -5,8 +5,6 @@ package ofi
 import (
 	"fmt"
 	"unsafe"
-
-	"github.com/lnx-go/lnx-go/internal/fi"
 )
 
 // RMA-read rendezvous. Where the core can read remote memory (rxm over
@@ -30,14 +28,13 @@ import (
 func (t *Transport) readable(o *op, b []byte, m *MR) (raddr, rkey uint64, ok bool) {
 	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	if m == nil {
-		t.mrKeys++
-		var err error
-		m, err = t.d.RegMR(addr, uint64(len(b)), fi.SEND|fi.REMOTE_READ, t.mrKeys, 0, 0)
+		r, err := t.regs.acquire(t.d, addr, uint64(len(b)), &t.stats)
 		if err != nil {
 			t.stats.ReadRegFailures++
 			return 0, 0, false
 		}
-		o.mr = m
+		o.reg = r
+		m = r.mr
 	}
 	raddr = uint64(addr)
 	if !t.virt {
@@ -46,13 +43,13 @@ func (t *Transport) readable(o *op, b []byte, m *MR) (raddr, rkey uint64, ok boo
 	return raddr, m.Key(), true
 }
 
-// closeMR closes the registration an operation made for itself.
+// closeMR releases the registration an operation took for itself.
 func (t *Transport) closeMR(o *op) {
-	if o.mr != nil {
-		if err := o.mr.Close(); err != nil {
+	if o.reg != nil {
+		if err := t.regs.release(o.reg); err != nil {
 			t.report(0, fmt.Errorf("closing a send's core registration: %w", err))
 		}
-		o.mr = nil
+		o.reg = nil
 	}
 }
 

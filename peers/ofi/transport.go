@@ -33,6 +33,11 @@ const (
 	// MaxCredits is the largest credit window (it travels in one byte of
 	// the address).
 	MaxCredits = 255
+	// DefaultSendRegs is how many idle registrations of RTS-read send
+	// buffers a transport keeps (as lnx's FI_LNX_MR_CACHE_MAX default).
+	DefaultSendRegs = 1024
+	// MaxSendRegs bounds Config.SendRegs.
+	MaxSendRegs = 1 << 16
 )
 
 // Config selects the core and the geometry of a Transport. The zero value
@@ -116,6 +121,13 @@ type Config struct {
 	// flow control off (senders are not limited).
 	Credits int
 
+	// SendRegs is how many idle core registrations of RTS-read send
+	// buffers the transport keeps for the next send of the same range
+	// (tp_sendreg.go). Default DefaultSendRegs; negative: none, each send
+	// registers its buffer and closes the registration when it completes.
+	// Only cores whose registration pins nothing keep them.
+	SendRegs int
+
 	// OnError, if set, is called from Poll for dropped malformed messages
 	// and for peers declared gone. src is the peer's id (0 if unknown).
 	OnError func(src uint64, err error)
@@ -153,6 +165,9 @@ func (c Config) normalize() (Config, error) {
 		return c, err
 	}
 	if err := defaultOrOff(&c.Credits, "Credits", DefaultCredits, MaxCredits); err != nil {
+		return c, err
+	}
+	if err := defaultOrOff(&c.SendRegs, "SendRegs", DefaultSendRegs, MaxSendRegs); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -356,6 +371,8 @@ type Stats struct {
 	Reads           uint64 // pulls done by reading the sender's buffer
 	RMAOps          uint64 // native one-sided writes and reads posted (tp_rma.go)
 	ReadRegFailures uint64 // RTS-read not possible: the core refused to register the data
+	SendRegs        uint64 // core registrations made for RTS-read sends
+	SendRegHits     uint64 // RTS-read sends that reused a kept registration (tp_sendreg.go)
 	LeakedCloses    uint64 // Close left the core endpoint open (see Close)
 	LivenessChecks  uint64 // connections made to a refusing peer's listener (tp_alive.go)
 }
@@ -415,7 +432,7 @@ type Transport struct {
 	d        *Domain
 	rma      bool
 	virt     bool
-	mrKeys   uint64         // requested keys for our registrations (non-PROV_KEY cores)
+	regs     sendRegs       // registrations of RTS-read send buffers (tp_sendreg.go)
 	sink     unsafe.Pointer // SplitMax bytes of C memory that discarded split data lands in
 	sendDone []doneEvt
 	pullDone []pullEvt
@@ -527,7 +544,6 @@ func newTransport(d *Domain, cfg Config) (*Transport, error) {
 		d:        d,
 		rma:      rma && !cfg.NoRead,
 		virt:     virt,
-		mrKeys:   1 << 62, // clear of the keys lnx requests for application MRs
 		k:        k,
 		cfg:      cfg,
 		name:     name,
@@ -541,6 +557,9 @@ func newTransport(d *Domain, cfg Config) (*Transport, error) {
 		nextTag:  1,
 	}
 	t.canWrite, t.canReadRMA = d.canWrite(), rma
+	if !d.regPins() {
+		t.regs.max = cfg.SendRegs
+	}
 	// Tagged eager messages need the core's tagged receives directed at
 	// a source and 8 bytes of CQ data (the caller's tag).
 	t.te = !cfg.NoTaggedEager && cfg.SplitMax > cfg.EagerMax && k.cqData() >= 8 && !shmTagBug(d)
@@ -764,6 +783,9 @@ func (t *Transport) Close() error {
 	}
 	for i := range t.ops {
 		t.closeMR(&t.ops[i]) // the domain would refuse to close with them
+	}
+	if err := t.regs.flush(); err != nil {
+		t.report(0, fmt.Errorf("closing kept send registrations: %w", err))
 	}
 	err := t.k.close()
 	for i := range t.ops {
