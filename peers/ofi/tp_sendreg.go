@@ -13,6 +13,7 @@ static int lnx_core_mr_pins(struct fi_info *info) {
 import "C"
 
 import (
+	"container/list"
 	"sync/atomic"
 
 	"github.com/lnx-go/lnx-go/internal/fi"
@@ -58,19 +59,18 @@ type sendRegKey struct {
 // sendReg is one registration of a send buffer, shared by the sends in
 // flight from it and kept idle (refs 0) in the transport's list.
 type sendReg struct {
-	mr         *MR
-	key        sendRegKey
-	refs       int
-	prev, next *sendReg // idle list, most recent first
+	mr   *MR
+	key  sendRegKey
+	refs int
+	idle *list.Element // in sendRegs.idle while refs is 0
 }
 
 // sendRegs is a transport's cache; like the transport, not safe for
 // concurrent use.
 type sendRegs struct {
-	byKey      map[sendRegKey]*sendReg
-	head, tail *sendReg
-	idle       int
-	max        int // idle registrations kept; 0: none
+	byKey map[sendRegKey]*sendReg
+	idle  list.List // of *sendReg, most recently used first
+	max   int       // idle registrations kept; 0: none
 }
 
 // acquire returns a registration of [addr, addr+n) for the receiver to
@@ -79,7 +79,7 @@ func (c *sendRegs) acquire(d *Domain, addr uintptr, n uint64, st *Stats) (*sendR
 	k := sendRegKey{addr, n}
 	if r, ok := c.byKey[k]; ok {
 		if r.refs == 0 {
-			c.unlinkIdle(r)
+			c.takeIdle(r.idle)
 		}
 		r.refs++
 		st.SendRegHits++
@@ -110,19 +110,10 @@ func (c *sendRegs) release(r *sendReg) error {
 	if c.byKey[r.key] != r {
 		return r.mr.Close()
 	}
-	r.next, r.prev = c.head, nil
-	if c.head != nil {
-		c.head.prev = r
-	}
-	c.head = r
-	if c.tail == nil {
-		c.tail = r
-	}
-	c.idle++
+	r.idle = c.idle.PushFront(r)
 	var err error
-	for c.idle > c.max {
-		old := c.tail
-		c.unlinkIdle(old)
+	for c.idle.Len() > c.max {
+		old := c.takeIdle(c.idle.Back())
 		delete(c.byKey, old.key)
 		if e := old.mr.Close(); e != nil && err == nil {
 			err = e
@@ -131,28 +122,19 @@ func (c *sendRegs) release(r *sendReg) error {
 	return err
 }
 
-func (c *sendRegs) unlinkIdle(r *sendReg) {
-	if r.prev != nil {
-		r.prev.next = r.next
-	} else {
-		c.head = r.next
-	}
-	if r.next != nil {
-		r.next.prev = r.prev
-	} else {
-		c.tail = r.prev
-	}
-	r.prev, r.next = nil, nil
-	c.idle--
+// takeIdle removes e's registration from the idle list.
+func (c *sendRegs) takeIdle(e *list.Element) *sendReg {
+	r := c.idle.Remove(e).(*sendReg)
+	r.idle = nil
+	return r
 }
 
 // flush closes every idle registration (at transport close, after the
 // operations released theirs).
 func (c *sendRegs) flush() error {
 	var err error
-	for c.head != nil {
-		r := c.head
-		c.unlinkIdle(r)
+	for c.idle.Len() > 0 {
+		r := c.takeIdle(c.idle.Front())
 		delete(c.byKey, r.key)
 		if e := r.mr.Close(); e != nil && err == nil {
 			err = e
