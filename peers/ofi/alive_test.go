@@ -45,34 +45,47 @@ func TestSockAddr(t *testing.T) {
 	}
 }
 
-// TestListening: the liveness check finds a listening address alive and
-// a closed one gone, without blocking the caller.
-func TestListening(t *testing.T) {
+// listenerPair returns a listening address (closed when the test ends)
+// and one that was listening and is closed now.
+func listenerPair(t *testing.T) (live, gone netip.AddrPort) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	gone := closed.Addr().(*net.TCPAddr).AddrPort()
+	gone = closed.Addr().(*net.TCPAddr).AddrPort()
 	closed.Close()
+	return l.Addr().(*net.TCPAddr).AddrPort(), gone
+}
+
+// sockName is the core name (struct sockaddr_in) of IPv4 address ap.
+func sockName(ap netip.AddrPort) []byte {
+	b := make([]byte, 16)
+	binary.NativeEndian.PutUint16(b, 2)
+	binary.BigEndian.PutUint16(b[2:], ap.Port())
+	a4 := ap.Addr().As4()
+	copy(b[4:], a4[:])
+	return b
+}
+
+// TestListening: the liveness check finds a listening address alive and
+// a closed one gone, without blocking the caller.
+func TestListening(t *testing.T) {
+	live, gone := listenerPair(t)
 	tr := &Transport{cfg: Config{PeerTimeout: DefaultPeerTimeout}}
 	for _, c := range []struct {
 		ap   netip.AddrPort
 		want int
 	}{
-		{l.Addr().(*net.TCPAddr).AddrPort(), peerListening},
+		{live, peerListening},
 		{gone, peerNotListening},
 	} {
-		name := make([]byte, 16)
-		binary.NativeEndian.PutUint16(name, 2)
-		binary.BigEndian.PutUint16(name[2:], c.ap.Port())
-		a4 := c.ap.Addr().As4()
-		copy(name[4:], a4[:])
-		p := &Peer{name: name}
+		p := &Peer{name: sockName(c.ap)}
 		if r := tr.listening(p); r != peerCheckPending {
 			t.Fatalf("%v: first answer %d, want pending", c.ap, r)
 		}
@@ -93,29 +106,11 @@ func TestListening(t *testing.T) {
 // peer-API core says refused for a closed listening address only; an
 // accepted connection and a name that is not a socket address are not.
 func TestRefused(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone := closed.Addr().(*net.TCPAddr).AddrPort()
-	closed.Close()
-	name := func(ap netip.AddrPort) []byte {
-		b := make([]byte, 16)
-		binary.NativeEndian.PutUint16(b, 2)
-		binary.BigEndian.PutUint16(b[2:], ap.Port())
-		a4 := ap.Addr().As4()
-		copy(b[4:], a4[:])
-		return b
-	}
-	if Refused(name(l.Addr().(*net.TCPAddr).AddrPort()), time.Second) {
+	live, gone := listenerPair(t)
+	if Refused(sockName(live), time.Second) {
 		t.Error("a listening address: refused")
 	}
-	if !Refused(name(gone), time.Second) {
+	if !Refused(sockName(gone), time.Second) {
 		t.Error("a closed address: not refused")
 	}
 	if Refused(make([]byte, 8), time.Second) {
@@ -133,12 +128,7 @@ func TestProbeResets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	ap := l.Addr().(*net.TCPAddr).AddrPort()
-	name := make([]byte, 16)
-	binary.NativeEndian.PutUint16(name, 2)
-	binary.BigEndian.PutUint16(name[2:], ap.Port())
-	a4 := ap.Addr().As4()
-	copy(name[4:], a4[:])
+	name := sockName(l.Addr().(*net.TCPAddr).AddrPort())
 	for _, probe := range []struct {
 		what string
 		run  func()
