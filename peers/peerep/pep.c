@@ -453,13 +453,20 @@ static struct lnx_peer_srx_peer *peer_ops_of(struct lnx_pentry *e)
 	return (struct lnx_peer_srx_peer *)pep_of_srx(e->pe.srx)->srx.peer_ops;
 }
 
+/* pep_entry_free frees an entry the core no longer holds, with its
+ * receive context if one is still bound. */
+static void pep_entry_free(struct lnx_pentry *e)
+{
+	free((void *)e->pe.context);
+	free(e);
+}
+
 /* An entry the core let go of while Go held it (own_free_entry). */
 static int pep_dropped(struct lnx_pentry *e)
 {
 	if (!e->dropped)
 		return 0;
-	free((void *)e->pe.context);
-	free(e);
+	pep_entry_free(e);
 	return 1;
 }
 
@@ -490,7 +497,6 @@ int lnx_pep_discard(struct lnx_pentry *e, int tagged)
 		e->queued = 0; /* the core may still hold it: not freed */
 		return ret;
 	}
-	free((void *)e->pe.context);
-	free(e);
+	pep_entry_free(e);
 	return 0;
 }
