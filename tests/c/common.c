@@ -555,6 +555,16 @@ int wait_cq(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src,
 	}
 }
 
+int wait_cq_quiet(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src,
+		  struct fi_cq_err_entry *err, int timeout_ms)
+{
+	int saved = g_cq_print_errors;
+	g_cq_print_errors = 0;
+	int r = wait_cq(cq, entry, src, err, timeout_ms);
+	g_cq_print_errors = saved;
+	return r;
+}
+
 void wait_ok(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src, const char *what)
 {
 	int r = wait_cq(cq, entry, src, NULL, WAIT_MS);

@@ -218,6 +218,11 @@ int wait_cq(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src,
  * while polling with FI_PEEK). */
 extern int g_cq_print_errors;
 
+/* wait_cq without printing an error entry it returns: for errors a test
+ * expects. */
+int wait_cq_quiet(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src,
+		  struct fi_cq_err_entry *err, int timeout_ms);
+
 /* Like wait_cq, but a non-zero result is fatal. */
 void wait_ok(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src, const char *what);
 

@@ -431,9 +431,7 @@ static void bad_buffer_a(struct peer *p, void *arg)
 	while (okc + errc < expected) {
 		struct fi_cq_tagged_entry e;
 		struct fi_cq_err_entry err;
-		g_cq_print_errors = 0;
-		int r = wait_cq(p->l.cq, &e, NULL, &err, WAIT_MS);
-		g_cq_print_errors = 1;
+		int r = wait_cq_quiet(p->l.cq, &e, NULL, &err, WAIT_MS);
 		EXPECT(r != -FI_ETIMEDOUT, "%d of %d sends never completed", expected - okc - errc,
 		       expected);
 		void *c = r == 0 ? e.op_context : err.op_context;
@@ -479,9 +477,7 @@ static void bad_buffer_b(struct peer *p, void *arg)
 	while (left > 0) {
 		struct fi_cq_tagged_entry e;
 		struct fi_cq_err_entry err;
-		g_cq_print_errors = 0;
-		int r = wait_cq(p->l.cq, &e, NULL, &err, WAIT_MS);
-		g_cq_print_errors = 1;
+		int r = wait_cq_quiet(p->l.cq, &e, NULL, &err, WAIT_MS);
 		EXPECT(r != -FI_ETIMEDOUT,
 		       "%d messages sent after a short-buffer send never arrived", left);
 		void *c = r == 0 ? e.op_context : err.op_context;
@@ -518,9 +514,7 @@ static void bad_buffer_b(struct peer *p, void *arg)
 			/* Nothing came for it: cancel it. */
 			CHECK(fi_cancel(&p->l.ep->fid, &bctx[k]));
 			struct fi_cq_err_entry err;
-			g_cq_print_errors = 0;
-			int r = wait_cq(p->l.cq, NULL, NULL, &err, WAIT_MS);
-			g_cq_print_errors = 1;
+			int r = wait_cq_quiet(p->l.cq, NULL, NULL, &err, WAIT_MS);
 			EXPECT(r == -FI_ECANCELED && err.op_context == &bctx[k],
 			       "cancelled short-buffer receive: %d (%s)", r, fi_strerror(-r));
 		}

@@ -282,10 +282,7 @@ static void trunc_recv(struct peer *p, void *arg)
 		     fi_trecv(p->l.ep, dev, room[i], fi_mr_desc(mr), peer_addr(p), 7, 0, &ctx));
 		barrier(p);
 		struct fi_cq_err_entry err;
-		int g = g_cq_print_errors;
-		g_cq_print_errors = 0;
-		int r = wait_cq(p->l.cq, NULL, NULL, &err, WAIT_MS);
-		g_cq_print_errors = g;
+		int r = wait_cq_quiet(p->l.cq, NULL, NULL, &err, WAIT_MS);
 		EXPECT(r == -FI_ETRUNC, "wait_cq -> %d, want -FI_ETRUNC", r);
 		EXPECT(err.err == FI_ETRUNC && err.olen == n[i] - room[i], "err %d olen %zu",
 		       err.err, err.olen);

@@ -164,9 +164,7 @@ static int peek_once(struct peer *p, uint64_t tag, uint64_t ignore, fi_addr_t fr
 	};
 	struct fi_cq_err_entry err;
 	POST(p->l.cq, fi_trecvmsg(p->l.ep, &m, FI_PEEK | flags));
-	g_cq_print_errors = 0;
-	int r = wait_cq(p->l.cq, e, src, &err, WAIT_MS);
-	g_cq_print_errors = 1;
+	int r = wait_cq_quiet(p->l.cq, e, src, &err, WAIT_MS);
 	if (r == -FI_ENOMSG) {
 		EXPECT(err.op_context == ctx, "FI_ENOMSG entry context %p, want %p", err.op_context,
 		       ctx);

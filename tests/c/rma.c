@@ -397,10 +397,7 @@ static void bad_a(struct peer *p, void *arg)
 	/* An inject write refused is reported too. */
 	POST(p->l.cq, fi_inject_write(p->l.ep, buf, 16, peer_addr(p), ro.addr, ro.key));
 	struct fi_cq_err_entry err;
-	int saved = g_cq_print_errors;
-	g_cq_print_errors = 0;
-	int r = wait_cq(p->l.cq, NULL, NULL, &err, WAIT_MS);
-	g_cq_print_errors = saved;
+	int r = wait_cq_quiet(p->l.cq, NULL, NULL, &err, WAIT_MS);
 	EXPECT(r == -FI_EACCES, "refused inject write -> %d", r);
 	/* Something valid still works after all that. */
 	POST(p->l.cq,

@@ -533,9 +533,7 @@ static int sb_wait(struct sb_state *st, struct fi_cq_tagged_entry *e, void **c, 
 {
 	for (;;) {
 		struct fi_cq_err_entry err;
-		g_cq_print_errors = 0;
-		int w = wait_cq(st->p->l.cq, e, NULL, &err, WAIT_MS);
-		g_cq_print_errors = 1;
+		int w = wait_cq_quiet(st->p->l.cq, e, NULL, &err, WAIT_MS);
 		if (w == -FI_ETIMEDOUT)
 			FAIL("round %d: a completion never came", i);
 		*c = w == 0 ? e->op_context : err.op_context;
@@ -603,9 +601,7 @@ static void shortbuf(struct peer *p, void *arg)
 	 * here; the receive posted last is cancelled. */
 	CHECK(fi_cancel(&p->l.ep->fid, &st.xc));
 	struct fi_cq_err_entry err;
-	g_cq_print_errors = 0;
-	int w = wait_cq(p->l.cq, NULL, NULL, &err, WAIT_MS);
-	g_cq_print_errors = 1;
+	int w = wait_cq_quiet(p->l.cq, NULL, NULL, &err, WAIT_MS);
 	EXPECT(w == -FI_ECANCELED && err.op_context == &st.xc,
 	       "cancelled short-buffer receive: %d (%s)", w, fi_strerror(-w));
 	note("%d short-buffer messages failed at this receiver", st.bad_recvs);
