@@ -193,6 +193,12 @@ func (q *CQ) detach(p *Endpoint) {
 // Push adds a successful completion.
 func (q *CQ) Push(c Completion) {
 	q.mu.Lock()
+	if len(q.entries) == cap(q.entries) && q.head >= len(q.entries)/2 {
+		// Reuse the part already read: a reader that never empties the
+		// CQ would otherwise keep every completion ever pushed.
+		n := copy(q.entries, q.entries[q.head:])
+		q.entries, q.head = q.entries[:n], 0
+	}
 	q.entries = append(q.entries, c)
 	q.gate.setPending(true)
 	q.mu.Unlock()
