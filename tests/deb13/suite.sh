@@ -37,25 +37,17 @@ if ! echo "$info" | grep -qE 'api_version: 2\.1'; then
 	fail+=("fi_info -p lnx does not report API 2.1")
 fi
 
-# Known failures under libfabric 2.1, each left out by name and printed
-# so that it is not forgotten (README, "libfabric 2.x and Open MPI 5"):
-# - load_flood_tcp: every message arrives in order and the buffering while
-#   nothing is posted stays bounded (18 MiB for a 92 MiB flood, as under
-#   1.17), but draining the flood raises the receiver's peak by 30 MiB
-#   more, past the test's bound of half the flood (48.6 of 46.9 MiB).
-known='^(load_flood_tcp)$'
 # cycles_link and cycles_asan_link run with 50 cycles (LNX_CYCLES_LINK):
 # under 2.1 one open/close cycle of a link with tcp;ofi_rxm takes about
 # 1.3 s, most of it in the core's own fi_enable, so 1,050 cycles outlast
 # the test's limit.
 step 3 "C and MPI suites asking API 2.1 (ctest)"
-echo "deb13: left out as known failures under 2.1: $known"
 cmake -S /lnx/tests/c -B /out/ctest -DLNX_LIB_DIR=$lib -DLNX_CYCLES_LINK=50 >/out/cmake.log 2>&1 || { cat /out/cmake.log; fail+=("cmake"); }
 cmake --build /out/ctest -j2 >/out/build.log 2>&1 || { tail -n 30 /out/build.log; fail+=("build"); }
-(cd /out/ctest && ctest -E "$known" --output-on-failure --timeout 180) || fail+=("ctest at API 2.1")
+(cd /out/ctest && ctest --output-on-failure --timeout 180) || fail+=("ctest at API 2.1")
 
 step 4 "C tests asking API 1.18: getinfo, objects, registration, messaging over shm and tcp"
-(cd /out/ctest && LNX_TEST_API=1.18 ctest -E "$known" \
+(cd /out/ctest && LNX_TEST_API=1.18 ctest \
 	-R '^(getinfo_|objects|init_fini|mr_|msg_tagged_(shm|tcp)$|send_formats_(shm|tcp)$|msg_semantics_tcp$)' \
 	--output-on-failure --timeout 180) ||
 	fail+=("ctest at API 1.18")
@@ -64,7 +56,10 @@ step 4 "C tests asking API 1.18: getinfo, objects, registration, messaging over 
 # messaging, one-sided and fault tests again with the network core driven
 # through the peer API, and soak_short (workers killed while messages
 # are queued: docs/peer-api.md, "Results"). The peer path is off by
-# default until its small-message cost is dealt with.
+# default until its small-message cost is dealt with. Left out there:
+# - load_flood_tcp: lnx's credits do not exist on this path, so rxm keeps
+#   every unexpected message as it does without lnx (the receiver grows
+#   by 120 MiB while a 183 MiB flood waits, 420 MiB by the drain's end).
 peer_known='^(load_flood_tcp)$'
 step 4b "the network tests again over the peer API path (FI_LNX_PEER_API=1)"
 echo "deb13: left out on the peer path: $peer_known"
