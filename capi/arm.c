@@ -430,7 +430,9 @@ int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 				go = 1;
 				break;
 			}
-			if (size)
+			if (size <= 16)
+				lnx_copy_small(a->s[k].buf, (const char *)rec + LNX_REC_HDR, size);
+			else
 				memcpy(a->s[k].buf, (const char *)rec + LNX_REC_HDR, size);
 			r->head += need;
 			__atomic_store_n((uint64_t *)r->fwd_head, r->head, __ATOMIC_RELEASE);

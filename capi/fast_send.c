@@ -20,9 +20,10 @@
  * page is, one of more when every page it covers is mapped (mincore:
  * ENOMEM for a hole), as shm.Endpoint.Send checks: a buffer shorter than
  * the length the application gave then goes to Go, which fails the send,
- * instead of faulting the process here.
+ * instead of faulting the process here. Inline for the small case (no
+ * page is under 4 KiB), which is every send of 1-8 B.
  */
-static int lnx_copyable(const void *buf, size_t len)
+static int lnx_copyable_big(const void *buf, size_t len)
 {
 	static uintptr_t pg;
 	if (!pg)
@@ -39,6 +40,10 @@ static int lnx_copyable(const void *buf, size_t len)
 	}
 	return 1;
 }
+static inline int lnx_copyable(const void *buf, size_t len)
+{
+	return len <= 4096 || lnx_copyable_big(buf, len);
+}
 
 /*
  * lnx_ring_reserve makes room for a record of need bytes at the tail of
@@ -49,7 +54,7 @@ static int lnx_copyable(const void *buf, size_t len)
  * returns UINT64_MAX when the ring has no room (Go decides between
  * -FI_EAGAIN and a dead peer).
  */
-static uint64_t lnx_ring_reserve(struct lnx_txslot *s, uint64_t need, uint64_t *tail)
+static uint64_t lnx_ring_reserve_slow(struct lnx_txslot *s, uint64_t need, uint64_t *tail)
 {
 	uint64_t t = s->tail, off = t & s->mask, pad = 0;
 	if (off + need > s->size)
@@ -69,6 +74,17 @@ static uint64_t lnx_ring_reserve(struct lnx_txslot *s, uint64_t need, uint64_t *
 	}
 	*tail = t;
 	return off;
+}
+
+/* lnx_ring_reserve: the common case (no wrap, room known) inline. */
+static inline uint64_t lnx_ring_reserve(struct lnx_txslot *s, uint64_t need, uint64_t *tail)
+{
+	uint64_t t = s->tail, off = t & s->mask;
+	if (off + need <= s->size && t + need + LNX_REC_LINE <= s->head_cache + s->size) {
+		*tail = t;
+		return off;
+	}
+	return lnx_ring_reserve_slow(s, need, tail);
 }
 
 /*
@@ -98,7 +114,9 @@ static ssize_t lnx_fast_put_shm(struct lnx_txslot *s, int serial, uint64_t hflag
 	rec->tag = tag;
 	rec->data = data;
 	rec->size = len;
-	if (len)
+	if (len <= 16)
+		lnx_copy_small((char *)rec + LNX_REC_HDR, buf, len);
+	else
 		memcpy((char *)rec + LNX_REC_HDR, buf, len);
 	__atomic_store_n(&rec->stamp, lnx_rec_stamp(tail, s->salt), __ATOMIC_RELEASE);
 	s->tail = tail + need;

@@ -368,6 +368,62 @@ int main(void)
 		teardown(x);
 	}
 
+	/* Eager payloads of 0-17 bytes (copied inline up to 16) at odd
+	 * offsets: the record carries exactly the payload, and a receive
+	 * armed on the same ring gets exactly it, the bytes around it
+	 * untouched, with its length, tag and CQ data. */
+	for (size_t len = 0; len <= 17; len++) {
+		for (size_t off = 0; off < 3; off++) {
+			x = setup();
+			uint8_t rbuf[40];
+			memset(rbuf, 0xee, sizeof(rbuf));
+			struct lnx_arm *a = &x->f->arm;
+			a->nrings = 1;
+			a->r[0] = (struct lnx_arm_ring){ .ring = (uintptr_t)x->ring,
+							 .mask = RING_BYTES - 1,
+							 .size = RING_BYTES,
+							 .salt = SALT,
+							 .eager_max = 1024,
+							 .fwd_head = (uintptr_t)&x->fwd_head,
+							 .src = DEST };
+			a->s[0] = (struct lnx_arm_slot){ .buf = rbuf + 1 + off,
+							 .len = 32,
+							 .ctx = &x->ctx[1],
+							 .src = FI_ADDR_UNSPEC,
+							 .tag = 0x77,
+							 .tagged = 1,
+							 .go_index = -1 };
+			a->tail = 1;
+			memset(x->ring + LNX_REC_HDR, 0xcc, 32);
+			struct iovec iov = { .iov_base = x->buf + off, .iov_len = len };
+			ssize_t got = lnx_fast_send(x->f, 0, &iov, 1, DEST, 0x77, 0xda7a, NULL,
+						    LNX_OP_TAGGED | LNX_OP_DATA | LNX_OP_INJECT);
+			const struct lnx_rec *rec = rec_at(x, 0);
+			const uint8_t *pl = (const uint8_t *)rec + LNX_REC_HDR;
+			CHECK(got == 0 && rec->size == len && !memcmp(pl, x->buf + off, len),
+			      "eager %zu+%zu: returned %zd, size %llu", len, off, got,
+			      (unsigned long long)rec->size);
+			for (size_t i = len; i < 32 && LNX_REC_HDR + i < lnx_rec_len(len); i++)
+				CHECK(pl[i] == 0xcc, "eager %zu+%zu: record byte %zu written", len,
+				      off, i);
+			CHECK(take(x) == 1 && read_cq(x, e, 4) == 1, "eager %zu+%zu: not received",
+			      len, off);
+			CHECK(e[0].op_context == &x->ctx[1] && e[0].len == len &&
+				      e[0].tag == 0x77 && e[0].data == 0xda7a,
+			      "eager %zu+%zu: completion len %zu tag %#llx data %#llx", len, off,
+			      e[0].len, (unsigned long long)e[0].tag,
+			      (unsigned long long)e[0].data);
+			CHECK(!memcmp(rbuf + 1 + off, x->buf + off, len),
+			      "eager %zu+%zu: payload differs", len, off);
+			for (size_t i = 0; i < sizeof(rbuf); i++)
+				if (i < 1 + off || i >= 1 + off + len)
+					CHECK(rbuf[i] == 0xee,
+					      "eager %zu+%zu: byte %zu around written", len, off,
+					      i);
+			teardown(x);
+		}
+	}
+
 	if (unit_failures) {
 		fprintf(stderr, "tx_rndv_records: %d failures\n", unit_failures);
 		return 1;
