@@ -84,6 +84,23 @@ static const struct lnx_rec *lnx_arm_written(const struct lnx_arm_ring *r, uint6
 	return rec;
 }
 
+/* lnx_arm_rec_len: the length in ring r of the record at position pos,
+ * of kind and flags kf and size field size, if it is an eager or
+ * rendezvous record C takes that fits before the ring's end; 0 for another
+ * kind or a malformed record (Go's). */
+static uint64_t lnx_arm_rec_len(const struct lnx_arm_ring *r, uint64_t pos, uint64_t kf,
+				uint64_t size)
+{
+	uint64_t niov = (kf >> 8) & 0xff, need;
+	if ((kf & 0xff) == LNX_REC_EAGER && size <= r->eager_max)
+		need = lnx_rec_len(size);
+	else if ((kf & 0xff) == LNX_REC_RNDV && niov >= 1 && niov <= LNX_REC_MAX_IOV)
+		need = lnx_rec_len(niov * LNX_REC_IOV);
+	else
+		return 0;
+	return (pos & r->mask) + need > r->size ? 0 : need;
+}
+
 /* The largest rendezvous message C copies (one process_vm_readv, under
  * arm.lock, which Go's disarm spins on); larger ones go to Go's Pull. */
 #define LNX_ARM_RNDV_MAX (4ull << 20)
@@ -128,7 +145,7 @@ static int lnx_arm_may_wait(const struct lnx_arm *a, const struct lnx_arm_ring *
 			return 1;
 		if (n == LNX_ARM_HOLD_RECS)
 			return 0;
-		uint64_t kf = __atomic_load_n(&rec->kf, __ATOMIC_RELAXED), need;
+		uint64_t kf = __atomic_load_n(&rec->kf, __ATOMIC_RELAXED);
 		uint64_t size = __atomic_load_n(&rec->size, __ATOMIC_RELAXED);
 		uint64_t tag = __atomic_load_n(&rec->tag, __ATOMIC_RELAXED);
 		hflags = kf >> 32;
@@ -136,23 +153,16 @@ static int lnx_arm_may_wait(const struct lnx_arm *a, const struct lnx_arm_ring *
 			pos += r->size - (pos & r->mask);
 			continue;
 		}
-		if ((kf & 0xff) == LNX_REC_EAGER && size <= r->eager_max) {
-			need = lnx_rec_len(size);
-		} else if ((kf & 0xff) == LNX_REC_RNDV && ((kf >> 8) & 0xff) >= 1 &&
-			   ((kf >> 8) & 0xff) <= LNX_REC_MAX_IOV) {
-			need = lnx_rec_len(((kf >> 8) & 0xff) * LNX_REC_IOV);
-		} else {
-			return 0; /* another kind: Go */
-		}
-		if ((pos & r->mask) + need > r->size || lnx_arm_match(a, hflags, tag, r->src) >= 0)
-			return 0;
+		uint64_t need = lnx_arm_rec_len(r, pos, kf, size);
+		if (!need || lnx_arm_match(a, hflags, tag, r->src) >= 0)
+			return 0; /* another kind, or a receive takes it: Go */
 		pos += need;
 	}
 }
 
 /*
- * lnx_arm_rndv takes the rendezvous record rec at offset off of ring r
- * (stamp checked, kind and flags kf; a->lock held) the way shm.Pull and
+ * lnx_arm_rndv takes the rendezvous record rec of ring r at its head
+ * (stamp checked, kind and flags kf, length need; a->lock held) the way shm.Pull and
  * lnx.Endpoint.deliver would for the earliest posted receive that takes
  * it: one process_vm_readv of the sender's buffers into the receive's,
  * an ack in the channel's ack ring, the completion. It returns the
@@ -165,13 +175,10 @@ static int lnx_arm_may_wait(const struct lnx_arm *a, const struct lnx_arm_ring *
  * use: the sender may write anything there.
  */
 static uint64_t lnx_arm_rndv(struct lnx_arm *a, int serial, struct lnx_arm_ring *r,
-			     const struct lnx_rec *rec, uint64_t off, uint64_t kf)
+			     const struct lnx_rec *rec, uint64_t need, uint64_t kf)
 {
 	uint64_t niov = (kf >> 8) & 0xff, hflags = kf >> 32;
-	if (!r->cma || (kf & LNX_REC_NOCMA) || niov == 0 || niov > LNX_REC_MAX_IOV)
-		return 0;
-	uint64_t need = lnx_rec_len(niov * LNX_REC_IOV);
-	if (off + need > r->size)
+	if (!r->cma || (kf & LNX_REC_NOCMA))
 		return 0;
 	uint64_t size = __atomic_load_n(&rec->size, __ATOMIC_RELAXED);
 	uint64_t tag = __atomic_load_n(&rec->tag, __ATOMIC_RELAXED);
@@ -394,7 +401,6 @@ int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 			if (!rec)
 				break;
 			uint64_t kf = rec->kf, hflags = kf >> 32, size = rec->size;
-			uint64_t need = lnx_rec_len(size);
 			int32_t k;
 			if ((kf & 0xff) == LNX_REC_PAD && off != 0) {
 				/* The sender wrapped (shm's Poll does the same; a pad
@@ -404,8 +410,13 @@ int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 						 __ATOMIC_RELEASE);
 				continue;
 			}
+			uint64_t need = lnx_arm_rec_len(r, r->head, kf, size);
+			if (!need) {
+				go = 1; /* another kind, or corruption Go reports */
+				break;
+			}
 			if ((kf & 0xff) == LNX_REC_RNDV) {
-				uint64_t n = lnx_arm_rndv(a, serial, r, rec, off, kf);
+				uint64_t n = lnx_arm_rndv(a, serial, r, rec, need, kf);
 				if (n == LNX_ARM_WAIT)
 					break; /* the ring's last: the next ring */
 				if (!n) {
@@ -414,11 +425,6 @@ int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 				}
 				done++;
 				continue;
-			}
-			if ((kf & 0xff) != LNX_REC_EAGER || size > r->eager_max ||
-			    off + need > r->size) {
-				go = 1; /* another kind, or corruption Go reports */
-				break;
 			}
 			if ((k = lnx_arm_claim(a, serial, hflags, rec->tag, r->src, size)) < 0) {
 				/* No receive takes it yet: it may wait (the next

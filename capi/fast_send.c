@@ -87,11 +87,19 @@ static inline uint64_t lnx_ring_reserve(struct lnx_txslot *s, uint64_t need, uin
 	return lnx_ring_reserve_slow(s, need, tail);
 }
 
+/* Of the eager sends that find an open peer's ring full, every this many
+ * goes to Go, which tells a dead peer (shm's full); C answers the others. */
+#define LNX_FULL_GO 64
+
 /*
  * lnx_fast_put_shm appends an eager record to a same-node peer's shm ring
- * through its slot, the way shm.Endpoint.Send does: 0, or declined when
- * the slot is not ready, the receiver has closed its endpoint or the ring
- * is full (Go decides between -FI_EAGAIN and a dead peer).
+ * through its slot, the way shm.Endpoint.Send does: 0; -FI_EAGAIN when
+ * the ring is full, as Go would answer (the caller's progress, fi_cq_read
+ * in C, lets the peer's drain it: going to Go took the endpoint back from
+ * C, so the rest of a window that overfills the ring, 64 records of 2
+ * KiB, went through Go); or declined when the slot is not ready, the
+ * receiver has closed its endpoint, or for every LNX_FULL_GO-th full ring
+ * (Go decides between -FI_EAGAIN and a dead peer).
  */
 static ssize_t lnx_fast_put_shm(struct lnx_txslot *s, int serial, uint64_t hflags, uint64_t tag,
 				uint64_t data, const void *buf, size_t len)
@@ -107,8 +115,11 @@ static ssize_t lnx_fast_put_shm(struct lnx_txslot *s, int serial, uint64_t hflag
 		goto out; /* Go reports a closed peer */
 	uint64_t need = lnx_rec_len(len), tail;
 	uint64_t off = lnx_ring_reserve(s, need, &tail);
-	if (off == UINT64_MAX)
+	if (off == UINT64_MAX) {
+		if (++s->full % LNX_FULL_GO)
+			ret = -FI_EAGAIN;
 		goto out;
+	}
 	struct lnx_rec *rec = (struct lnx_rec *)(s->ring + off);
 	rec->kf = LNX_REC_EAGER | hflags << 32;
 	rec->tag = tag;
@@ -226,7 +237,8 @@ out:
  * lnx_fast_send sends a small message without a call into Go: to a peer on
  * this node through its shm ring, or to the network peer of a lent
  * transport, and queues the completion in the transmit CQ's C ring.
- * Anything it is not sure about (no slot published yet, ring full, the
+ * A full shm ring answers -FI_EAGAIN (lnx_fast_put_shm). Anything it is
+ * not sure about (no slot published yet, the
  * ...msg variants, several buffers, completion ring full,
  * a network message over the core's inject size) is declined and goes to
  * Go, which also reports every error. serial: the endpoint's domain is

@@ -70,7 +70,7 @@ type TxSlot struct {
 	BulkReq  uintptr // Go: const volatile uint64_t *: the receiver's fallback copy request
 	BulkSeen uint64  // Go: the request Go served last
 	Nout     uint32  // C: entries in state LNX_TXR_C
-	_        uint32
+	Full     uint32  // C: eager sends that found the ring full (lock held)
 	R        [TxRndvs]TxRndv
 }
 

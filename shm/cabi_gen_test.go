@@ -74,6 +74,8 @@ func TestCLayout(t *testing.T) {
 		{"sizeof(struct lnx_txslot.bulk_seen)", unsafe.Sizeof(TxSlot{}.BulkSeen), 8},
 		{"offsetof(struct lnx_txslot, nout)", unsafe.Offsetof(TxSlot{}.Nout), 136},
 		{"sizeof(struct lnx_txslot.nout)", unsafe.Sizeof(TxSlot{}.Nout), 4},
+		{"offsetof(struct lnx_txslot, full)", unsafe.Offsetof(TxSlot{}.Full), 140},
+		{"sizeof(struct lnx_txslot.full)", unsafe.Sizeof(TxSlot{}.Full), 4},
 		{"offsetof(struct lnx_txslot, r)", unsafe.Offsetof(TxSlot{}.R), 144},
 		{"sizeof(struct lnx_txslot.r)", unsafe.Sizeof(TxSlot{}.R), 2560},
 		{"sizeof(struct lnx_rec)", unsafe.Sizeof(recHdr{}), 48},

@@ -161,7 +161,7 @@ struct lnx_txslot {
 		bulk_req; /* Go: const volatile uint64_t *: the receiver's fallback copy request */
 	uint64_t bulk_seen; /* Go: the request Go served last */
 	uint32_t nout;	    /* C: entries in state LNX_TXR_C */
-	uint32_t pad;
+	uint32_t full;	    /* C: eager sends that found the ring full (lock held) */
 	struct lnx_txrndv r[LNX_TX_RNDV];
 };
 /* *peer_state while the receiving endpoint is open (shm.PeerOpen). */

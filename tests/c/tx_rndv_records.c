@@ -20,7 +20,8 @@
  * nothing written, when: not lent, an inject (fi_tinject or FI_INJECT),
  * a transmit CQ other than the receive CQ, the slot allowing no rendezvous
  * (rndv_max 0: CMA off) or this size, the receiver closed, the ring full,
- * the slot's table full.
+ * the slot's table full. An eager send to a full ring answers -FI_EAGAIN
+ * in C, but for every 64th, which goes to Go.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -359,7 +360,7 @@ int main(void)
 			CHECK(x->s->tail == RING_BYTES + need, "wrap: tail %llu",
 			      (unsigned long long)x->s->tail);
 		} else {
-			CHECK(got == LNX_FAST_DECLINED && x->s->tail == t0 && pad->stamp == 0 &&
+			CHECK(got == -FI_EAGAIN && x->s->tail == t0 && pad->stamp == 0 &&
 				      rec->stamp == 0,
 			      "wrap, ring full: returned %zd, tail %llu, pad stamp %#llx", got,
 			      (unsigned long long)x->s->tail, (unsigned long long)pad->stamp);
@@ -423,6 +424,33 @@ int main(void)
 			teardown(x);
 		}
 	}
+
+	/* An eager send that finds an open peer's ring full: -FI_EAGAIN from
+	 * C, nothing written, no completion (going to Go took the endpoint
+	 * back from C for the rest of an MPI window that overfills the ring);
+	 * every 64th goes to Go, which tells a dead peer; once the receiver
+	 * frees room the send is C's again. */
+	x = setup();
+	x->s->tail = RING_BYTES - 64; /* the ring full but a line */
+	x->s->head_cache = x->fwd_head = 0;
+	int again = 0, declined = 0;
+	for (int i = 0; i < 64; i++) {
+		ssize_t got = send_kind(x, 100, &x->ctx[0], LNX_OP_TAGGED);
+		again += got == -FI_EAGAIN;
+		declined += got == LNX_FAST_DECLINED;
+	}
+	CHECK(again == 63 && declined == 1, "full ring: %d -FI_EAGAIN, %d declined of 64", again,
+	      declined);
+	CHECK(x->s->tail == RING_BYTES - 64 && rec_at(x, 0)->stamp == 0 && x->cr->tail == 0 &&
+		      x->s->lock == 0,
+	      "full ring: tail %llu, a record or completion written, or the lock held",
+	      (unsigned long long)x->s->tail);
+	x->fwd_head = RING_BYTES;
+	CHECK(send_kind(x, 100, &x->ctx[0], LNX_OP_TAGGED) == 0 &&
+		      rec_at(x, 0)->stamp == lnx_rec_stamp(RING_BYTES, SALT) && x->cr->tail == 1 &&
+		      x->s->tail == RING_BYTES + lnx_rec_len(100),
+	      "full ring freed: the send did not complete in C");
+	teardown(x);
 
 	if (unit_failures) {
 		fprintf(stderr, "tx_rndv_records: %d failures\n", unit_failures);
