@@ -565,11 +565,17 @@ int wait_cq_quiet(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t
 	return r;
 }
 
-void wait_ok(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src, const char *what)
+void wait_ok_ms(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src, int timeout_ms,
+		const char *what)
 {
-	int r = wait_cq(cq, entry, src, NULL, WAIT_MS);
+	int r = wait_cq(cq, entry, src, NULL, timeout_ms);
 	if (r)
 		FAIL("waiting for %s: %d (%s)", what, r, fi_strerror(-r));
+}
+
+void wait_ok(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src, const char *what)
+{
+	wait_ok_ms(cq, entry, src, WAIT_MS, what);
 }
 
 void expect_no_completion(struct fid_cq *cq, int ms, const char *what)

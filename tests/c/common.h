@@ -223,7 +223,9 @@ extern int g_cq_print_errors;
 int wait_cq_quiet(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src,
 		  struct fi_cq_err_entry *err, int timeout_ms);
 
-/* Like wait_cq, but a non-zero result is fatal. */
+/* Like wait_cq, but a non-zero result is fatal; wait_ok waits WAIT_MS. */
+void wait_ok_ms(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src, int timeout_ms,
+		const char *what);
 void wait_ok(struct fid_cq *cq, struct fi_cq_tagged_entry *entry, fi_addr_t *src, const char *what);
 
 /* Asserts no completion shows up on cq within ms (progressing meanwhile). */
@@ -235,10 +237,11 @@ void progress_for(struct fid_cq *cq, int ms);
 /* Open file descriptors of this process (leak checks). */
 int count_fds(void);
 
-/* Posts with retry on -FI_EAGAIN (progressing cq in between), bounded. */
-#define POST(cq, expr)                                                                             \
+/* Posts with retry on -FI_EAGAIN (progressing cq in between), for at most
+ * ms milliseconds; POST for WAIT_MS. */
+#define POST_MS(cq, ms, expr)                                                                      \
 	do {                                                                                       \
-		uint64_t _dl = now_ms() + WAIT_MS;                                                 \
+		uint64_t _dl = now_ms() + (ms);                                                    \
 		long long _r;                                                                      \
 		while ((_r = (long long)(expr)) == -FI_EAGAIN) {                                   \
 			if (cq_progress(cq) < 0 || now_ms() > _dl)                                 \
@@ -247,6 +250,7 @@ int count_fds(void);
 		if (_r != 0)                                                                       \
 			FAIL("%s -> %lld (%s)", #expr, _r, fi_strerror((int)(_r < 0 ? -_r : _r))); \
 	} while (0)
+#define POST(cq, expr) POST_MS(cq, WAIT_MS, expr)
 
 /* ---- multi-process harness ------------------------------------------------ */
 

@@ -30,12 +30,6 @@
  * fi_enable here; a drain has taken 87 s at load average 33). */
 #define SLOW_MS 60000
 
-static void wait_slow(struct fid_cq *cq, const char *what)
-{
-	int r = wait_cq(cq, NULL, NULL, NULL, SLOW_MS);
-	EXPECT(r == 0, "waiting for %s: %d (%s)", what, r, fi_strerror(-r));
-}
-
 static long status_kb(const char *key)
 {
 	FILE *f = fopen("/proc/self/status", "r");
@@ -72,19 +66,12 @@ static void sender(struct peer *p, void *arg)
 		fill_pattern(buf + i * SZ, SZ, seed_of(p->rank, i));
 	/* One message first, so that connecting is not counted as flood. */
 	POST(p->l.cq, fi_tsend(p->l.ep, buf, 8, NULL, p->addr[0], WARM_TAG, &ctx[0]));
-	wait_slow(p->l.cq, "warm-up send completion");
+	wait_ok_ms(p->l.cq, NULL, NULL, SLOW_MS, "warm-up send completion");
 	barrier(p);
-	for (long i = 0; i < msgs; i++) {
-		/* -FI_EAGAIN is the flow control under test: retry. */
-		uint64_t dl = now_ms() + SLOW_MS;
-		ssize_t r;
-		while ((r = fi_tsend(p->l.ep, buf + i * SZ, SZ, NULL, p->addr[0], i, &ctx[i])) ==
-			       -FI_EAGAIN &&
-		       now_ms() < dl && cq_progress(p->l.cq) >= 0)
-			;
-		EXPECT(r == 0, "flood send %llu: %zd (%s)", (unsigned long long)i, r,
-		       fi_strerror((int)-r));
-	}
+	/* -FI_EAGAIN is the flow control under test: retried. */
+	for (long i = 0; i < msgs; i++)
+		POST_MS(p->l.cq, SLOW_MS,
+			fi_tsend(p->l.ep, buf + i * SZ, SZ, NULL, p->addr[0], i, &ctx[i]));
 	for (long i = 0; i < msgs; i++)
 		wait_ok(p->l.cq, NULL, NULL, "flood send completion");
 	free(ctx);
@@ -101,7 +88,7 @@ static void receiver(struct peer *p, void *arg)
 		POST(p->l.cq, fi_trecv(p->l.ep, warm[r], sizeof(warm[r]), NULL, FI_ADDR_UNSPEC,
 				       WARM_TAG, 0, &wctx[r]));
 	for (int r = 0; r < SENDERS; r++)
-		wait_slow(p->l.cq, "warm-up receive");
+		wait_ok_ms(p->l.cq, NULL, NULL, SLOW_MS, "warm-up receive");
 	long hwm0 = status_kb("VmHWM:");
 	barrier(p);
 	/* Nothing posted: the flood arrives unexpected. */
