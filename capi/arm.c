@@ -436,10 +436,7 @@ int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 				go = 1;
 				break;
 			}
-			if (size <= 16)
-				lnx_copy_small(a->s[k].buf, (const char *)rec + LNX_REC_HDR, size);
-			else
-				memcpy(a->s[k].buf, (const char *)rec + LNX_REC_HDR, size);
+			lnx_copy_payload(a->s[k].buf, (const char *)rec + LNX_REC_HDR, size);
 			r->head += need;
 			__atomic_store_n((uint64_t *)r->fwd_head, r->head, __ATOMIC_RELEASE);
 			lnx_arm_done(a, serial, a->cring, (uint32_t)k, 0, hflags, size, rec->data,

@@ -125,10 +125,7 @@ static ssize_t lnx_fast_put_shm(struct lnx_txslot *s, int serial, uint64_t hflag
 	rec->tag = tag;
 	rec->data = data;
 	rec->size = len;
-	if (len <= 16)
-		lnx_copy_small((char *)rec + LNX_REC_HDR, buf, len);
-	else
-		memcpy((char *)rec + LNX_REC_HDR, buf, len);
+	lnx_copy_payload((char *)rec + LNX_REC_HDR, buf, len);
 	__atomic_store_n(&rec->stamp, lnx_rec_stamp(tail, s->salt), __ATOMIC_RELEASE);
 	s->tail = tail + need;
 	ret = 0;

@@ -10,6 +10,7 @@
 #define LNX_INTERNAL_H
 
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include "lnx_capi.h"
 #include "_cgo_export.h" /* the Go entry points (lnx_go_*) */
@@ -112,11 +113,14 @@ static inline uint64_t lnx_rec_stamp(uint64_t pos, uint64_t salt)
 	return (pos ^ salt) | 1;
 }
 
-/* lnx_copy_small copies 1-16 bytes without a call (overlapping loads and
- * stores of both ends), for the payloads MPI's small messages carry. */
-static inline void lnx_copy_small(char *dst, const char *src, size_t len)
+/* lnx_copy_payload copies a record's payload: 1-16 bytes without a call
+ * (overlapping loads and stores of both ends), for the payloads MPI's
+ * small messages carry; more by memcpy. */
+static inline void lnx_copy_payload(char *dst, const char *src, size_t len)
 {
-	if (len >= 8) {
+	if (len > 16) {
+		memcpy(dst, src, len);
+	} else if (len >= 8) {
 		uint64_t a, b;
 		__builtin_memcpy(&a, src, 8);
 		__builtin_memcpy(&b, src + len - 8, 8);
