@@ -208,13 +208,27 @@ static void wait_n(struct ctx *c, int n)
 	release_mrs(c);
 }
 
+/* retry_wait progresses while a post is refused (-FI_EAGAIN), for at most
+ * the 60 s wait_n allows: a peer that exited never drains, and a rank
+ * retrying for ever outlived its pair (two benchmarks at SCHED_FIFO at
+ * once starve one rank of each pair, and the other spun here). */
+static void retry_wait(struct ctx *c, double start)
+{
+	fi_cq_read(c->cq, NULL, 0);
+	if (now_us() - start > 60e6) {
+		fprintf(stderr, "fi_bench: timed out posting (-FI_EAGAIN for 60 s)\n");
+		_exit(4);
+	}
+}
+
 static void post_recv(struct ctx *c, size_t len, uint64_t tag, int slot)
 {
 	ssize_t r;
 	void *desc = op_desc(c, len, slot);
+	double start = now_us();
 	while ((r = fi_trecv(c->ep, c->buf, len, desc, c->peer, tag, 0, &c->ctx[slot])) ==
 	       -FI_EAGAIN)
-		fi_cq_read(c->cq, NULL, 0);
+		retry_wait(c, start);
 	CHK(r);
 }
 
@@ -222,8 +236,9 @@ static void post_send(struct ctx *c, size_t len, uint64_t tag, int slot)
 {
 	ssize_t r;
 	void *desc = op_desc(c, len, slot);
+	double start = now_us();
 	while ((r = fi_tsend(c->ep, c->buf, len, desc, c->peer, tag, &c->ctx[slot])) == -FI_EAGAIN)
-		fi_cq_read(c->cq, NULL, 0);
+		retry_wait(c, start);
 	CHK(r);
 }
 
@@ -305,6 +320,7 @@ static void setup(struct ctx *c, const struct bcase *bc, size_t maxsize, int rfd
 static void post_rma(struct ctx *c, int op, size_t len, int slot)
 {
 	ssize_t r;
+	double start = now_us();
 	for (;;) {
 		static uint64_t one = 1;
 		switch (op) {
@@ -322,7 +338,7 @@ static void post_rma(struct ctx *c, int op, size_t len, int slot)
 		}
 		if (r != -FI_EAGAIN)
 			break;
-		fi_cq_read(c->cq, NULL, 0);
+		retry_wait(c, start);
 	}
 	CHK(r);
 }
