@@ -510,12 +510,23 @@ static int run_pair(const struct bcase *bc, struct result *out)
 	int a2b[2], b2a[2], res[2];
 	if (pipe(a2b) || pipe(b2a) || pipe(res))
 		return -1;
+	/* Each rank closes the ends it does not use, so that a rank whose
+	 * peer died in its setup reads end-of-file instead of waiting for
+	 * ever for the peer's address. */
 	pid_t p0 = fork();
-	if (p0 == 0)
+	if (p0 == 0) {
+		close(a2b[0]);
+		close(b2a[1]);
+		close(res[0]);
 		run_rank(0, bc, b2a[0], a2b[1], res[1]);
+	}
 	pid_t p1 = fork();
-	if (p1 == 0)
+	if (p1 == 0) {
+		close(b2a[0]);
+		close(a2b[1]);
+		close(res[0]);
 		run_rank(1, bc, a2b[0], b2a[1], res[1]);
+	}
 	close(res[1]);
 	close(a2b[0]);
 	close(a2b[1]);
