@@ -13,6 +13,7 @@
 #include "lnx_capi.h"
 #include "lnx_internal.h"
 #include "lnx_tp_lend.h"
+#include "lnx_pep_lend.h"
 
 /* lnx_arm_match: the slot (the index in s of a position in [head, tail))
  * of the earliest posted receive pending that takes an eager message with
@@ -52,6 +53,8 @@ static int32_t lnx_arm_claim(struct lnx_arm *a, int serial, uint64_t hflags, uin
 	return i;
 }
 
+static void lnx_arm_take_slot(struct lnx_arm *a, uint32_t i);
+
 /* lnx_arm_done completes the receive in slot i with a message from core (0
  * shm, 1 network) already copied into its buffer (a->lock and cr->lock
  * held, room reserved). */
@@ -60,11 +63,7 @@ static void lnx_arm_done(struct lnx_arm *a, int serial, struct lnx_cring *cr, ui
 {
 	int tagged = (hflags & LNX_HDR_TAGGED) != 0, has_data = (hflags & LNX_HDR_DATA) != 0;
 	const struct lnx_arm_slot *s = &a->s[i];
-	if (s->go_index >= 0)
-		a->go_done[s->go_index] = 1;
-	a->done[i] = 1;
-	while (a->head != a->tail && a->done[a->head & (LNX_ARM_SLOTS - 1)])
-		a->head++;
+	lnx_arm_take_slot(a, i);
 	a->done_msgs[core]++;
 	a->done_bytes[core] += size;
 	lnx_cring_put(cr, s->ctx, s->buf,
@@ -72,6 +71,46 @@ static void lnx_arm_done(struct lnx_arm *a, int serial, struct lnx_cring *cr, ui
 		      size, has_data ? data : 0, tag, src);
 	lnx_unlock(&cr->lock, serial);
 }
+
+/* lnx_arm_take_slot marks slot i taken (a->lock held), as lnx_arm_done
+ * does before it writes the completion. */
+static void lnx_arm_take_slot(struct lnx_arm *a, uint32_t i)
+{
+	const struct lnx_arm_slot *s = &a->s[i];
+	if (s->go_index >= 0)
+		a->go_done[s->go_index] = 1;
+	a->done[i] = 1;
+	while (a->head != a->tail && a->done[a->head & (LNX_ARM_SLOTS - 1)])
+		a->head++;
+}
+
+static int32_t lnx_arm_peer_claim(struct lnx_arm *a, int tagged, uint64_t tag, uint64_t src,
+				  uint64_t size, void **ctx, void **buf, uint64_t *len)
+{
+	int32_t i = lnx_arm_match(a, tagged ? LNX_HDR_TAGGED : 0, tag, src);
+	if (i < 0 || size > a->s[i].len)
+		return -1;
+	*ctx = a->s[i].ctx;
+	*buf = a->s[i].buf;
+	*len = a->s[i].len;
+	lnx_arm_take_slot(a, (uint32_t)i);
+	return i;
+}
+
+static int lnx_arm_peer_put(struct lnx_arm *a, int serial, void *ctx, void *buf, uint64_t flags,
+			    uint64_t len, uint64_t data, uint64_t tag, uint64_t src)
+{
+	if (!lnx_cring_reserve(a->cring, serial))
+		return 0;
+	a->done_msgs[1]++;
+	a->done_bytes[1] += len;
+	lnx_cring_put(a->cring, ctx, buf, flags, len, data, tag, src);
+	lnx_unlock(&a->cring->lock, serial);
+	return 1;
+}
+
+const struct lnx_pep_arm_ops lnx_arm_pep_ops = { .claim = lnx_arm_peer_claim,
+						 .put = lnx_arm_peer_put };
 
 /* lnx_arm_written: the record at position pos of lent ring r if it is
  * written (its stamp stored), else NULL; a stamp of an earlier lap or
@@ -377,7 +416,7 @@ int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 	int done = 0, go = 0;
 	if (!a || !__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE))
 		goto out;
-	if (!a->net && !lnx_arm_ready(a) && !lnx_arm_tx_out(a)) {
+	if (!a->net && !a->pep && !lnx_arm_ready(a) && !lnx_arm_tx_out(a)) {
 		/* Nothing to take: the idle answer under the same hold of
 		 * readers, without the arm lock (an idle poll of Open MPI's
 		 * progress loop costs two locked operations, not five). */
@@ -391,6 +430,12 @@ int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 	}
 	if (!__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE))
 		goto unlock;
+	if (a->pep && lnx_pep_held((void *)a->pep)) {
+		/* Messages the core left for Go come first: Go may match
+		 * them to receives armed here. */
+		go = 1;
+		goto unlock;
+	}
 	if (a->ntx)
 		done = lnx_arm_reap(a, serial, budget, &go);
 	for (uint32_t i = 0; i < a->nrings && !go && done < budget; i++) {
@@ -450,6 +495,16 @@ int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 			go = 1;
 		else
 			done += n;
+	}
+	if (!go && done < budget && a->pep) {
+		int g = 0;
+		done += lnx_pep_take((void *)a->pep, a, serial, &lnx_arm_pep_ops, &g);
+		if (g) {
+			/* No more receives armed in C before Go ran: it may
+			 * owe one of them a message the core left to it. */
+			__atomic_store_n(&a->rearm, 0, __ATOMIC_RELAXED);
+			go = 1;
+		}
 	}
 unlock:
 	lnx_unlock(&a->lock, serial);

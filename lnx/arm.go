@@ -115,7 +115,7 @@ func (e *Endpoint) arm() bool {
 	}
 	a := &e.fast.arm
 	a.nrings = 0
-	a.net, a.netSrc = 0, fi.ADDR_NOTAVAIL
+	a.net, a.netSrc, a.pep = 0, fi.ADDR_NOTAVAIL, 0
 	// Each core fills its part of a (the shm rings; the network core when
 	// it must be read on every poll); if one cannot, those lent before it
 	// are taken back.
@@ -206,7 +206,7 @@ func (e *Endpoint) disarm() {
 		heads[i] = a.r[i].head
 		e.armAcks[i] = a.r[i].ackTail
 	}
-	a.net = 0
+	a.net, a.pep = 0, 0
 	e.armNTx = copy(e.armTx[:], a.tx[:min(a.ntx, ArmTx)])
 	e.stats[kindShm].txRndvByC += a.txRndv
 	a.ntx, a.txRndv = 0, 0
@@ -245,6 +245,11 @@ func (e *Endpoint) disarm() {
 		e.postQueued(&pend[i])
 	}
 	e.armPend = pend[:0]
+	// Messages a lent peer core left to Go meet the queues as they are
+	// now, as they would have on arrival.
+	if e.peer != nil && e.peer.adoptDue {
+		e.peer.adopt()
+	}
 }
 
 // openGates makes the next read of the endpoint's CQs enter Go (e locked).

@@ -150,6 +150,7 @@ type armMem struct {
 	cring  uintptr // C: the receive CQ's completion ring
 	net    uintptr // Go: the lent transport (void * for lnx_tp_peek), or 0
 	netSrc uint64  // Go: fi_addr of the peer C may take messages of
+	pep    uintptr // Go: the lent peer-API core (struct lnx_pep *), or 0
 
 	// Receives C completed and their bytes, by core (0 shm, 1 network),
 	// under lock; Go adds them to its statistics and clears them when it

@@ -66,7 +66,9 @@ func (c *netCore) poll() {
 // the source they all name, or else the last network sender.
 func (c *netCore) lend(a *armMem, src uint64) bool {
 	e := c.e
-	if !e.netHotNow() {
+	if !e.netHotNow() || c.side {
+		// The side transport carries no messages: Go polls it on the
+		// gate's cadence (its probes), beside a lent peer core.
 		return true
 	}
 	if !c.sole {

@@ -63,6 +63,14 @@ type peerCore struct {
 	bound bool
 	anon  uint64
 
+	// Lent to C (lend): lent until takeBack, then adoptDue until disarm
+	// adopts what C left to Go. srcAV, srcGen, srcN: what lendSrcs last
+	// told C from.
+	lent, adoptDue bool
+	srcAV          *AV
+	srcGen         uint64
+	srcN           int
+
 	recvs map[uint64]*peerRecv // receives the core is filling, by id
 	early map[uint64]error     // send completions written inside the send call
 	next  uint64
@@ -153,16 +161,125 @@ func (c *peerCore) addr() CoreAddr { return CoreAddr{Kind: corePeer, Raw: c.blob
 func (c *peerCore) paced() bool    { return true }
 func (c *peerCore) quiet() bool    { return true }
 func (c *peerCore) housekeep()     {}
-func (c *peerCore) canLend() bool  { return false }
+func (c *peerCore) canLend() bool  { return true }
 func (c *peerCore) release()       {}
 
 func (c *peerCore) idleWords(*watchSet)  {}
 func (c *peerCore) armedWords(*watchSet) {}
-func (c *peerCore) takeBack([]uint64)    {}
 
-// lend lends nothing: C cannot read a peer core (its callbacks need Go).
-// While progress polls it on every call, no receive may be armed.
-func (c *peerCore) lend(*armMem, uint64) bool { return !c.e.netHotNow() }
+// lend lends the core to C's CQ path when progress would poll it on every
+// call (netHotNow; a quiet one stays with Go, polled on its clock, as
+// netCore's): C then reads the core's CQ itself and answers get_* from
+// the armed receives (peerep's pep.c, capi/include/lnx_pep_lend.h),
+// leaving to Go, in order, every message it cannot match as Go would.
+func (c *peerCore) lend(a *armMem, _ uint64) bool {
+	if !c.e.netHotNow() || c.ep.Held() {
+		return true
+	}
+	c.sync()
+	c.lendSrcs()
+	a.pep = uintptr(c.ep.Ptr())
+	c.lent = true
+	return true
+}
+
+// takeBack: what C left to Go is adopted at the end of disarm (adopt),
+// once the receives C took or armed are back in Go's queues.
+func (c *peerCore) takeBack([]uint64) {
+	if c.lent {
+		c.lent, c.adoptDue = false, true
+	}
+}
+
+// adopt (e locked, not lent) hands Go the completions C could not write
+// and the messages C left to Go, each as Get would have had it on
+// arrival; the core queued those, so a receive that takes one starts it.
+func (c *peerCore) adopt() {
+	c.adoptDue = false
+	c.e.netActive()
+	c.ep.Adopt(c.arrived)
+}
+
+// arrived is Get for message pe, which C left to Go and the core queued.
+func (c *peerCore) arrived(tagged bool, pe peerep.Entry) {
+	e := c.e
+	addr, size, tag := pe.Addr(), pe.Size(), pe.Tag()
+	src := c.source(addr)
+	if addr == fi.ADDR_NOTAVAIL {
+		c.anon++
+	}
+	q := e.queue(tagged)
+	kind := opKindFlags(tagged)
+	hdr := msgHdr{Tag: tag}
+	if tagged {
+		hdr.Flags |= hdrTagged
+	} else {
+		hdr.Tag = 0
+	}
+	u := &unexpected{hdr: hdr, rv: rndv{pe: pe, pc: c}, kind: kindNet}
+	u.msg = peers.Msg{Src: src, Tag: hdr.Tag, Size: size, Ctx: u}
+	if r := q.Arrive(&u.msg); r != nil {
+		if d, ok := pe.CQData(); ok {
+			hdr.Data, hdr.Flags = d, hdr.Flags|hdrData
+		}
+		c.start(e.taken(q, r.Ctx.(*recvCtx), size), src, size, hdr, pe, kind)
+		return
+	}
+	c.unexpected++
+	e.lastBig = false
+}
+
+// lendSrcs tells C the lnx fi_addr of each core fi_addr it may see (when
+// the AV or the core's AV changed since it last did).
+func (c *peerCore) lendSrcs() {
+	av := c.e.av
+	var gen uint64
+	if av != nil {
+		gen = av.gen.Load()
+	}
+	if av == c.srcAV && gen == c.srcGen && len(c.byCore) == c.srcN {
+		return
+	}
+	c.srcAV, c.srcGen, c.srcN = av, gen, len(c.byCore)
+	for a := range uint64(peerep.MaxSrcs) {
+		c.ep.SetSrc(a, 0, false)
+	}
+	for a := range c.byCore {
+		if a < peerep.MaxSrcs {
+			src := c.source(a)
+			c.ep.SetSrc(a, src, src != fi.ADDR_NOTAVAIL)
+		}
+	}
+}
+
+// WriteC (peerep.Owner): a receive C matched completed where C could not
+// write its completion (its ring full, or a completion after C's poll).
+func (c *peerCore) WriteC(flags, n, data, tag, src uint64, ctx, buf uintptr, blen uint64, errno, provErr int) {
+	e := c.e
+	r := e.getRecv()
+	r.ctx = *(*unsafe.Pointer)(unsafe.Pointer(&ctx))
+	r.flags = fi.COMPLETION // C armed it: it completes
+	if buf != 0 || blen != 0 {
+		r.n = 1
+		r.iov[0] = Buf{Ptr: *(*unsafe.Pointer)(unsafe.Pointer(&buf)), Len: blen}
+	}
+	hdr := msgHdr{}
+	kind := opKindFlags(flags&fi.TAGGED != 0)
+	if flags&fi.TAGGED != 0 {
+		hdr.Tag, hdr.Flags = tag, hdrTagged
+	}
+	if flags&fi.REMOTE_CQ_DATA != 0 {
+		hdr.Data, hdr.Flags = data, hdr.Flags|hdrData
+	}
+	var err error
+	if errno != 0 {
+		err = fi.Wrap(fi.Errno(errno), "peer core receive failed (prov_errno %d)", provErr)
+		n = 0
+	} else {
+		e.stats[kindNet].rxByPeer++
+	}
+	e.complete(r, src, n, min(n, blen), hdr, kind, kindNet, err)
+}
 
 func (c *peerCore) close() error {
 	return errors.Join(c.ep.Close(), c.dom.Close(), c.fab.Close())

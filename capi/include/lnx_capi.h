@@ -292,6 +292,7 @@ struct lnx_arm {
 	struct lnx_cring *cring; /* C: the receive CQ's completion ring */
 	uintptr_t net;		 /* Go: the lent transport (void * for lnx_tp_peek), or 0 */
 	uint64_t net_src;	 /* Go: fi_addr of the peer C may take messages of */
+	uintptr_t pep;		 /* Go: the lent peer-API core (struct lnx_pep *), or 0 */
 	/* Receives C completed and their bytes, by core (0 shm, 1 network),
 	 * under lock; Go adds them to its statistics and clears them when it
 	 * takes the rings back. */

@@ -26,6 +26,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_eq.h>
 #include "lnx_peer_abi.h"
+#include "lnx_pep_lend.h"
 
 #ifndef LNX_HIDDEN
 #define LNX_HIDDEN __attribute__((visibility("hidden")))
@@ -42,6 +43,10 @@ struct lnx_pentry {
 	struct iovec iov[LNX_PEP_IOV];
 	void *desc[LNX_PEP_IOV];
 	int queued, dropped;
+	/* Left to Go by C's get_* while lent (lnx_pep_lend.h), in arrival
+	 * order: the next one, and whether the message is tagged. */
+	struct lnx_pentry *stash_next;
+	int stash_tagged;
 };
 
 /* The context of one operation handed to the core (a send, or a receive
@@ -52,6 +57,12 @@ struct lnx_pctx {
 	uint64_t id;
 	void *copy;
 	struct lnx_pentry *entry; /* a receive's entry, whose context this is */
+	/* A receive C matched to an armed receive while lent (c_recv set):
+	 * its completion's context, buffer, the buffer's length and the lnx
+	 * fi_addr of the sender. */
+	void *c_ctx, *c_buf;
+	uint64_t c_len, c_src;
+	int c_recv;
 };
 
 /* A completion the core wrote through the peer CQ, kept until Go drains
@@ -61,7 +72,15 @@ struct lnx_pctx {
 struct lnx_pcomp {
 	uint64_t id, flags, len, data, tag, src, olen;
 	int32_t err, prov_err; /* err: 0, or the positive fi_errno of writeerr */
+	/* c_recv: a receive C matched (struct lnx_pctx's c_* fields; src is
+	 * then lnx's fi_addr) whose completion C could not write itself. */
+	uint64_t c_ctx, c_buf, c_len;
+	int32_t c_recv, pad;
 };
+
+/* The core fi_addrs whose lnx fi_addr C knows (lnx_pep.src). */
+#define LNX_PEP_SRCS  256
+#define LNX_PEP_NOSRC UINT64_MAX /* not known to C: the message goes to Go */
 
 struct lnx_pep {
 	struct lnx_peer_srx srx; /* first: a callback's srx is the lnx_pep */
@@ -77,6 +96,16 @@ struct lnx_pep {
 	struct fi_cq_tagged_entry evs[16];
 	uint32_t ncomp;
 	struct lnx_pcomp comps[LNX_PEP_COMPS];
+	/* Lent to C (lnx_pep_lend.h). Completions for Go past comps while C
+	 * polls (it cannot drain into Go): more, nmore of cmore. */
+	struct lnx_pcomp *more;
+	uint32_t nmore, cmore;
+	void *arm;			   /* struct lnx_arm * inside lnx_pep_take, else NULL */
+	const struct lnx_pep_arm_ops *ops; /* lnx_pep_take's */
+	int serial;			   /* lnx_pep_take's */
+	int took;			   /* receives completed into the arm's ring in this take */
+	struct lnx_pentry *stash, **stash_end; /* messages left to Go */
+	uint64_t src[LNX_PEP_SRCS];	       /* Go: core fi_addr -> lnx fi_addr (LNX_PEP_NOSRC) */
 };
 
 /* src (srclen bytes): the core address to bind to, or NULL. */
@@ -101,5 +130,8 @@ LNX_HIDDEN int lnx_pep_entry_set(struct lnx_pentry *e, void **base, size_t *len,
 				 uint64_t id);
 LNX_HIDDEN int lnx_pep_start(struct lnx_pentry *e, int tagged);
 LNX_HIDDEN int lnx_pep_discard(struct lnx_pentry *e, int tagged);
+/* The next message C left to Go (lnx_pep_take), in arrival order, and
+ * whether it is tagged; NULL when none is left. */
+LNX_HIDDEN struct lnx_pentry *lnx_pep_stash_pop(struct lnx_pep *p, int *tagged);
 
 #endif

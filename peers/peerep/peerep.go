@@ -33,6 +33,9 @@ func (e Entry) Size() uint64 { return uint64(e.c.pe.msg_size) }
 
 func (e Entry) Addr() uint64 { return uint64(e.c.pe.addr) }
 
+// Tag is a tagged message's tag (0 for an untagged one).
+func (e Entry) Tag() uint64 { return uint64(e.c.pe.tag) }
+
 // CQData is the sender's CQ data of a queued message, if HasData.
 func (e Entry) CQData() (uint64, bool) {
 	return uint64(e.c.pe.cq_data), uint64(e.c.pe.flags)&fi.REMOTE_CQ_DATA != 0
@@ -74,8 +77,24 @@ func (ep *EP) drain() {
 	var batch [C.LNX_PEP_COMPS]C.struct_lnx_pcomp
 	copy(batch[:n], ep.c.comps[:n])
 	ep.c.ncomp = 0 // before the owner runs: it may call into the core again
-	for i := range n {
+	var more []C.struct_lnx_pcomp
+	if m := int(ep.c.nmore); m > 0 {
+		// Written while C polled the core (lent): after the batch.
+		more = append(more, unsafe.Slice(ep.c.more, m)...)
+		ep.c.nmore = 0
+	}
+	ep.hand(batch[:n])
+	ep.hand(more)
+}
+
+func (ep *EP) hand(batch []C.struct_lnx_pcomp) {
+	for i := range batch {
 		w := &batch[i]
+		if w.c_recv != 0 {
+			ep.o.WriteC(uint64(w.flags), uint64(w.len), uint64(w.data), uint64(w.tag), uint64(w.src),
+				uintptr(w.c_ctx), uintptr(w.c_buf), uint64(w.c_len), int(w.err), int(w.prov_err))
+			continue
+		}
 		if w.err != 0 {
 			ep.o.WriteErr(uint64(w.id), uint64(w.flags), uint64(w.len), uint64(w.data), uint64(w.tag),
 				int(w.err), int(w.prov_err), uint64(w.olen))
@@ -99,7 +118,48 @@ type Owner interface {
 	// WriteErr: the operation id failed with the positive fi_errno err;
 	// olen is the truncated length for FI_ETRUNC.
 	WriteErr(id, flags, n, data, tag uint64, err, provErr int, olen uint64)
+	// WriteC: a receive C matched while lent (Lent) completed, or failed
+	// (err, a positive fi_errno, non-zero), where C could not write its
+	// completion: ctx, buf and blen are the armed receive's, src lnx's
+	// fi_addr of the sender.
+	WriteC(flags, n, data, tag, src uint64, ctx, buf uintptr, blen uint64, err, provErr int)
 }
+
+// Ptr is the core's C state (struct lnx_pep *), which lnx lends to C's
+// CQ path (struct lnx_arm's pep; capi/include/lnx_pep_lend.h).
+func (ep *EP) Ptr() unsafe.Pointer { return unsafe.Pointer(ep.c) }
+
+// MaxSrcs bounds the core fi_addrs SetSrc maps.
+const MaxSrcs = C.LNX_PEP_SRCS
+
+// SetSrc tells C lnx's fi_addr of core fi_addr a (< MaxSrcs), by which
+// C's get_* matches while lent; known false: C leaves its messages to Go.
+// Only while not lent.
+func (ep *EP) SetSrc(a, src uint64, known bool) {
+	v := C.uint64_t(src)
+	if !known {
+		v = C.LNX_PEP_NOSRC
+	}
+	ep.c.src[a] = v
+}
+
+// Adopt drains the completions written while lent, then hands each
+// message C left to Go (Owner.Get's work, the core having queued it) to
+// f, in arrival order. Only while not lent.
+func (ep *EP) Adopt(f func(tagged bool, e Entry)) {
+	ep.drain()
+	for {
+		var tagged C.int
+		e := C.lnx_pep_stash_pop(ep.c, &tagged)
+		if e == nil {
+			return
+		}
+		f(tagged != 0, Entry{c: e})
+	}
+}
+
+// Held reports whether C left messages or completions to Go.
+func (ep *EP) Held() bool { return ep.c.stash != nil || ep.c.ncomp != 0 || ep.c.nmore != 0 }
 
 // EP is a core endpoint driven through the peer API.
 type EP struct {

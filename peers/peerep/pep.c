@@ -9,11 +9,49 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lnx_pep.h"
+#include "lnx_pep_lend.h"
 #include "_cgo_export.h"
 
 static struct lnx_pep *pep_of_srx(uintptr_t srx)
 {
 	return (struct lnx_pep *)srx;
+}
+
+/* get_* while lent (lnx_pep_take): C matches the message to an armed
+ * receive if Go would have: nothing is left to Go before it, its sender is
+ * known, the core holds all of it (within the inject size: it completes
+ * inside this poll, as Go's eager receives would), and the earliest armed
+ * receive that takes it takes it whole. Anything else is left to Go, which
+ * adopts it in order (lnx_pep_stash_pop) once it takes the arm back. */
+static int pep_get_lent(struct lnx_pep *p, int tagged, const struct lnx_peer_match_attr *a,
+			struct lnx_pentry *e)
+{
+	struct lnx_pctx *c;
+	uint64_t src;
+	if (p->stash || a->msg_size > p->inject || a->addr >= LNX_PEP_SRCS ||
+	    (src = p->src[a->addr]) == LNX_PEP_NOSRC || !(c = calloc(1, sizeof(*c))))
+		goto stash;
+	if (p->ops->claim(p->arm, tagged, e->pe.tag, src, a->msg_size, &c->c_ctx, &c->c_buf,
+			  &c->c_len) < 0) {
+		free(c);
+		goto stash;
+	}
+	c->c_recv = 1;
+	c->c_src = src;
+	c->entry = e;
+	e->iov[0].iov_base = c->c_buf;
+	e->iov[0].iov_len = c->c_len;
+	e->desc[0] = NULL;
+	e->pe.count = c->c_buf || c->c_len ? 1 : 0;
+	e->pe.context = (uintptr_t)c;
+	e->pe.flags |= FI_COMPLETION;
+	return 0;
+stash:
+	e->stash_tagged = tagged;
+	e->stash_next = NULL;
+	*p->stash_end = e;
+	p->stash_end = &e->stash_next;
+	return -FI_ENOENT;
 }
 
 static int pep_get(struct lnx_pep *p, int tagged, const struct lnx_peer_match_attr *a,
@@ -30,6 +68,8 @@ static int pep_get(struct lnx_pep *p, int tagged, const struct lnx_peer_match_at
 	e->pe.iov = (uintptr_t)e->iov;
 	e->pe.desc = (uintptr_t)e->desc;
 	*out = e;
+	if (p->arm)
+		return pep_get_lent(p, tagged, a, e);
 	if (lnxPepGet(p->handle, tagged, a->addr, a->msg_size, e->pe.tag, e) == 0)
 		return 0;
 	return -FI_ENOENT;
@@ -49,6 +89,8 @@ static int own_queue(struct lnx_pentry *e)
 {
 	struct lnx_pep *p = pep_of_srx(e->pe.srx);
 	e->queued = 1;
+	if (p->arm)
+		return 0; /* a message left to Go: Go takes it up later */
 	return lnxPepQueued(p->handle, e);
 }
 
@@ -61,6 +103,7 @@ static void own_foreach_unspec_addr(uintptr_t srx, uint64_t (*get_addr)(struct l
 }
 
 static struct lnx_pcomp *comp_slot(struct lnx_pep *p);
+static void pep_comp_c(struct lnx_pcomp *w, const struct lnx_pctx *c);
 
 /* The core is done with an entry. Usually it wrote the receive's
  * completion first (which cleared pe.context). An entry still linked in
@@ -85,6 +128,7 @@ static void own_free_entry(struct lnx_pentry *e)
 					 .flags = e->pe.flags & (FI_RECV | FI_TAGGED | FI_MSG),
 					 .tag = e->pe.tag,
 					 .err = FI_ECONNABORTED };
+		pep_comp_c(w, c);
 		e->pe.context = 0;
 		free(c);
 	}
@@ -96,12 +140,40 @@ static void own_free_entry(struct lnx_pentry *e)
 }
 
 /* Appends a completion for Go (drained after the call into the core);
- * a full batch is drained at once. */
+ * a full batch is drained at once, except while C polls the core (Go
+ * must not run then): the batch grows into p->more, which Go drains
+ * after it (out of memory, the completion is lost). */
 static struct lnx_pcomp *comp_slot(struct lnx_pep *p)
 {
-	if (p->ncomp == LNX_PEP_COMPS)
+	static struct lnx_pcomp lost;
+	if (p->ncomp < LNX_PEP_COMPS)
+		return &p->comps[p->ncomp++];
+	if (!p->arm) {
 		lnxPepDrain(p->handle);
-	return &p->comps[p->ncomp++];
+		return &p->comps[p->ncomp++];
+	}
+	if (p->nmore == p->cmore) {
+		uint32_t n = p->cmore ? 2 * p->cmore : LNX_PEP_COMPS;
+		struct lnx_pcomp *m = realloc(p->more, n * sizeof(*m));
+		if (!m)
+			return &lost;
+		p->more = m;
+		p->cmore = n;
+	}
+	return &p->more[p->nmore++];
+}
+
+/* pep_comp_c adds to w what Go needs to complete receive c that C
+ * matched (lnx_pep_lend.h), if it is one. */
+static void pep_comp_c(struct lnx_pcomp *w, const struct lnx_pctx *c)
+{
+	if (!c->c_recv)
+		return;
+	w->c_recv = 1;
+	w->c_ctx = (uintptr_t)c->c_ctx;
+	w->c_buf = (uintptr_t)c->c_buf;
+	w->c_len = c->c_len;
+	w->src = c->c_src;
 }
 
 static ssize_t own_cq_write(struct lnx_peer_cq *cq, void *context, uint64_t flags, size_t len,
@@ -113,15 +185,27 @@ static ssize_t own_cq_write(struct lnx_peer_cq *cq, void *context, uint64_t flag
 	(void)buf;
 	if (!c)
 		return 0;
-	w = comp_slot(p);
 	if (c->entry)
 		c->entry->pe.context = 0;
+	if (c->c_recv && p->arm) {
+		/* A receive C matched, completed inside C's poll. */
+		uint64_t f = flags & (FI_RECV | FI_TAGGED | FI_MSG | FI_REMOTE_CQ_DATA);
+		if (p->ops->put(p->arm, p->serial, c->c_ctx, c->c_buf, f, len,
+				f & FI_REMOTE_CQ_DATA ? data : 0, f & FI_TAGGED ? tag : 0,
+				c->c_src)) {
+			p->took++;
+			free(c);
+			return 0;
+		}
+	}
+	w = comp_slot(p);
 	*w = (struct lnx_pcomp){ .id = c->id,
 				 .flags = flags,
 				 .len = len,
 				 .data = data,
 				 .tag = tag,
 				 .src = src };
+	pep_comp_c(w, c);
 	free(c->copy);
 	free(c);
 	return 0;
@@ -145,6 +229,7 @@ static ssize_t own_cq_writeerr(struct lnx_peer_cq *cq, const struct fi_cq_err_en
 				 .olen = err->olen,
 				 .err = err->err ? err->err : FI_EIO,
 				 .prov_err = err->prov_errno };
+	pep_comp_c(w, c);
 	free(c->copy);
 	free(c);
 	return 0;
@@ -195,6 +280,12 @@ int lnx_pep_close(struct lnx_pep *p)
 		ret = r;
 	if (p->av && (r = fi_close(&p->av->fid)) && !ret)
 		ret = r;
+	for (struct lnx_pentry *e = p->stash, *n; e; e = n) {
+		n = e->stash_next;
+		free((void *)e->pe.context);
+		free(e);
+	}
+	free(p->more);
 	free(p);
 	return ret;
 }
@@ -247,6 +338,9 @@ struct lnx_pep *lnx_pep_open(struct fid_domain *dom, struct fi_info *info, const
 	if (!p)
 		return NULL;
 	p->handle = handle;
+	p->stash_end = &p->stash;
+	for (int i = 0; i < LNX_PEP_SRCS; i++)
+		p->src[i] = LNX_PEP_NOSRC;
 	p->inject = info->tx_attr ? info->tx_attr->inject_size : 0;
 	p->tx_iov = info->tx_attr ? info->tx_attr->iov_limit : 1;
 	p->cq_data = info->domain_attr ? info->domain_attr->cq_data_size : 0;
@@ -499,4 +593,42 @@ int lnx_pep_discard(struct lnx_pentry *e, int tagged)
 	}
 	pep_entry_free(e);
 	return 0;
+}
+
+int lnx_pep_held(const void *pep)
+{
+	const struct lnx_pep *p = pep;
+	return p->stash || p->ncomp || p->nmore;
+}
+
+int lnx_pep_take(void *pep, struct lnx_arm *a, int serial, const struct lnx_pep_arm_ops *ops,
+		 int *go)
+{
+	struct lnx_pep *p = pep;
+	if (lnx_pep_held(p)) {
+		*go = 1;
+		return 0;
+	}
+	p->arm = a;
+	p->ops = ops;
+	p->serial = serial;
+	p->took = 0;
+	ssize_t n = fi_cq_read(p->cq, p->evs, 16);
+	p->arm = NULL;
+	if ((n < 0 && n != -FI_EAGAIN) || lnx_pep_held(p))
+		*go = 1;
+	return p->took;
+}
+
+struct lnx_pentry *lnx_pep_stash_pop(struct lnx_pep *p, int *tagged)
+{
+	struct lnx_pentry *e = p->stash;
+	if (!e)
+		return NULL;
+	p->stash = e->stash_next;
+	if (!p->stash)
+		p->stash_end = &p->stash;
+	e->stash_next = NULL;
+	*tagged = e->stash_tagged;
+	return e;
 }

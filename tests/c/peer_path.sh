@@ -6,6 +6,7 @@
 # 2.0 to 2.2 both processes must print the peer API's line, with sends and
 # receives on it; elsewhere (1.17) lnx keeps the transport adapter: no
 # such line, and the test reports a skip (77) once the program passed.
+# PEER_PATH_IN_C (below) asks for receives completed in C as well.
 export FI_LNX_PEER_API=1 FI_LNX_DUMP_STATS=1
 out=$("$@" 2>&1)
 rc=$?
@@ -23,6 +24,21 @@ case "$ver" in
 		if (s > 0) ok++; s = 0 } END { print ok + 0 }')
 	echo "peer_path: libfabric $ver: $n peer API lines, $busy with traffic"
 	[ "$n" -ge 2 ] && [ "$busy" -ge 2 ] || { echo "peer_path: FAIL: the peer API path was not taken"; exit 1; }
+	# PEER_PATH_IN_C=tenth: both processes' core lines must count at
+	# least a tenth of their receives completed in lnx's C layer (the
+	# peer core lent to C); =N: some line at least N.
+	if [ -n "${PEER_PATH_IN_C:-}" ]; then
+		echo "$out" | awk -v want="$PEER_PATH_IN_C" '/ core [^ ]*: tx / {
+			c = 0; rx = 0
+			for (i = 1; i < NF; i++) {
+				if ($i == "rx") rx = $(i + 1)
+				if ($(i + 1) == "received" && $(i + 2) == "in") c = $i
+			}
+			n++; if (c * 10 >= rx && rx > 0) q++; if (c > best) best = c }
+			END { print "peer_path: " n " core lines, " q + 0 " with a tenth received in C, at most " best + 0
+			      exit !(want == "tenth" ? n >= 2 && q == n : best >= want) }' ||
+			{ echo "peer_path: FAIL: receives were not completed in C ($PEER_PATH_IN_C)"; exit 1; }
+	fi
 	;;
 *)
 	if echo "$out" | grep -q 'peer API: sends'; then
