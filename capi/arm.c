@@ -348,30 +348,31 @@ static int lnx_arm_tx_out(const struct lnx_arm *a)
 }
 
 /* lnx_arm_take_net: lnx_arm_take's network part (a->lock held): read the
- * lent transport's core CQ and complete up to budget receives; what C
- * cannot complete stays stashed for Go. Returns the number completed, or
- * LNX_ARM_GO when none was and the stash needs Go. */
-static int lnx_arm_take_net(struct lnx_arm *a, int serial, int budget)
+ * lent transport's core CQ and complete one receive; what C cannot
+ * complete stays stashed for Go. Returns 1 when it completed one, 0 when
+ * the core had nothing, or LNX_ARM_GO when the stash needs Go. One message
+ * per read: C takes a stash of exactly one event (lnx_tp_look), so the
+ * core's CQ was empty after the read that found it, and another peek would
+ * only repost its bounce buffer and run the core's progress again between
+ * the message and its completion reaching the caller (a caller that reads
+ * many at a time, as Open MPI's ofi MTL reads up to 100, paid a whole core
+ * poll per message for it). */
+static int lnx_arm_take_net(struct lnx_arm *a, int serial)
 {
 	void *t = (void *)a->net;
-	int done = 0;
-	while (done < budget) {
-		int n = lnx_tp_peek(t);
-		if (n == 0)
-			break;
-		struct lnx_tp_msg m;
-		int32_t i;
-		if (n != 1 || !lnx_tp_look(t, &m) ||
-		    (i = lnx_arm_claim(a, serial, m.flags, m.tag, a->net_src, m.size)) < 0)
-			return done ? done : LNX_ARM_GO;
-		if (m.size)
-			memcpy(a->s[i].buf, m.payload, m.size);
-		lnx_tp_consume(t);
-		lnx_arm_done(a, serial, a->cring, (uint32_t)i, 1, m.flags, m.size, m.data, m.tag,
-			     a->net_src);
-		done++;
-	}
-	return done;
+	int n = lnx_tp_peek(t);
+	if (n == 0)
+		return 0;
+	struct lnx_tp_msg m;
+	int32_t i;
+	if (n != 1 || !lnx_tp_look(t, &m) ||
+	    (i = lnx_arm_claim(a, serial, m.flags, m.tag, a->net_src, m.size)) < 0)
+		return LNX_ARM_GO;
+	lnx_copy_payload(a->s[i].buf, m.payload, m.size);
+	lnx_tp_consume(t);
+	lnx_arm_done(a, serial, a->cring, (uint32_t)i, 1, m.flags, m.size, m.data, m.tag,
+		     a->net_src);
+	return 1;
 }
 
 /* lnx_arm_ready reports whether a lent ring may hold a record, without
@@ -490,11 +491,15 @@ int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 		}
 	}
 	if (!go && done < budget && a->net) {
-		int n = lnx_arm_take_net(a, serial, budget - done);
+		int n = lnx_arm_take_net(a, serial);
 		if (n == LNX_ARM_GO)
 			go = 1;
 		else
 			done += n;
+		/* Nothing anywhere: the idle answer under this hold of readers,
+		 * rather than the caller's own lnx_cq_idle after it. */
+		if (!done && !go && idle)
+			*idle = lnx_cq_idle_held(g);
 	}
 	if (!go && done < budget && a->pep) {
 		int g = 0;

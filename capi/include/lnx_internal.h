@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "lnx_capi.h"
+#include "lnx_copy.h"
 #include "_cgo_export.h" /* the Go entry points (lnx_go_*) */
 
 #define LNX_HIDDEN __attribute__((visibility("hidden")))
@@ -111,33 +112,6 @@ static inline uint64_t lnx_rec_len(uint64_t body)
 static inline uint64_t lnx_rec_stamp(uint64_t pos, uint64_t salt)
 {
 	return (pos ^ salt) | 1;
-}
-
-/* lnx_copy_payload copies a record's payload: 1-16 bytes without a call
- * (overlapping loads and stores of both ends), for the payloads MPI's
- * small messages carry; more by memcpy. */
-static inline void lnx_copy_payload(char *dst, const char *src, size_t len)
-{
-	if (len > 16) {
-		memcpy(dst, src, len);
-	} else if (len >= 8) {
-		uint64_t a, b;
-		__builtin_memcpy(&a, src, 8);
-		__builtin_memcpy(&b, src + len - 8, 8);
-		__builtin_memcpy(dst, &a, 8);
-		__builtin_memcpy(dst + len - 8, &b, 8);
-	} else if (len >= 4) {
-		uint32_t a, b;
-		__builtin_memcpy(&a, src, 4);
-		__builtin_memcpy(&b, src + len - 4, 4);
-		__builtin_memcpy(dst, &a, 4);
-		__builtin_memcpy(dst + len - 4, &b, 4);
-	} else if (len) {
-		char a = src[0], b = src[len / 2], c = src[len - 1];
-		dst[0] = a;
-		dst[len / 2] = b;
-		dst[len - 1] = c;
-	}
 }
 
 /* lnx_cring_put appends one completion (cr->lock held, room checked). */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lnx_tp.h"
+#include "lnx_copy.h"
 
 int lnx_tp_close(struct lnx_tp *t)
 {
@@ -344,8 +345,7 @@ int lnx_tp_send_eager(void *tp, uint32_t flags, uint64_t tag, uint64_t data, con
 	memcpy(b + 20, &zero, 4);
 	memcpy(b + 24, &tag, 8);
 	memcpy(b + 32, &data, 8);
-	if (len)
-		memcpy(b + LNX_HDR_EAGER, buf, len);
+	lnx_copy_payload(b + LNX_HDR_EAGER, buf, len);
 	if (fi_inject(t->ep, b, total, (fi_addr_t)l->tx_addr))
 		return -1;
 	l->tx_seq++;
