@@ -502,9 +502,9 @@ int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 			*idle = lnx_cq_idle_held(g);
 	}
 	if (!go && done < budget && a->pep) {
-		int g = 0;
-		done += lnx_pep_take((void *)a->pep, a, serial, &lnx_arm_pep_ops, &g);
-		if (g) {
+		int left = 0;
+		done += lnx_pep_take((void *)a->pep, a, serial, &lnx_arm_pep_ops, &left);
+		if (left) {
 			/* No more receives armed in C before Go ran: it may
 			 * owe one of them a message the core left to it. */
 			__atomic_store_n(&a->rearm, 0, __ATOMIC_RELAXED);
