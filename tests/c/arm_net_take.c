@@ -127,31 +127,7 @@ static void post(struct fixture *f, int k, uint64_t tag)
 	a->tail++;
 }
 
-static void completed(struct fixture *f, uint64_t n, int k, uint64_t tag, uint64_t data,
-		      uint64_t len, int fill, const char *what)
-{
-	if (f->cr->tail <= n) {
-		CHECK(0, "%s: no completion %llu", what, (unsigned long long)n);
-		return;
-	}
-	__typeof__(f->cr->e[0]) *e = &f->cr->e[n];
-	CHECK(e->ctx == &f->ctx[k] && e->buf == f->recv[k] && e->len == len && e->tag == tag &&
-		      e->data == data && e->src == SRC &&
-		      e->flags == (FI_RECV | FI_TAGGED | FI_REMOTE_CQ_DATA),
-	      "%s: completion %llu ctx %p (want %p) len %llu tag %#llx data %#llx src %llu "
-	      "flags %#llx",
-	      what, (unsigned long long)n, e->ctx, (void *)&f->ctx[k], (unsigned long long)e->len,
-	      (unsigned long long)e->tag, (unsigned long long)e->data, (unsigned long long)e->src,
-	      (unsigned long long)e->flags);
-	for (uint64_t i = 0; i < RECV_LEN; i++) {
-		int want = i < len ? fill : 0xee;
-		if (f->recv[k][i] != want) {
-			CHECK(0, "%s: recv[%d][%llu] = %#x, want %#x", what, k,
-			      (unsigned long long)i, f->recv[k][i], want);
-			break;
-		}
-	}
-}
+#include "arm_completed.h"
 
 int main(void)
 {
