@@ -45,6 +45,8 @@ struct fixture {
 	int ctx[4];
 };
 
+#include "arm_fixture.h"
+
 /* setup: one lent ring from SRC, empty, and one armed tagged receive for
  * tag 0x77 from any source (slot 0). */
 static void setup(struct fixture *f)
@@ -86,23 +88,6 @@ static void teardown(struct fixture *f)
 	free(f->ring);
 }
 
-/* post arms a tagged receive for tag behind the others, as lnx_arm_post
- * does, into recv[k]. */
-static void post(struct fixture *f, int k, uint64_t tag)
-{
-	struct lnx_arm *a = f->a;
-	uint32_t i = a->tail & (LNX_ARM_SLOTS - 1);
-	a->s[i] = (struct lnx_arm_slot){ .buf = f->recv[k],
-					 .len = RECV_LEN,
-					 .ctx = &f->ctx[k],
-					 .src = FI_ADDR_UNSPEC,
-					 .tag = tag,
-					 .tagged = 1,
-					 .go_index = -1 };
-	a->done[i] = 0;
-	a->tail++;
-}
-
 /* put writes a tagged eager record with CQ data at the ring's tail, len
  * bytes of fill, kind kind (LNX_REC_EAGER, or another), stamp last. */
 static void put(struct fixture *f, uint64_t tag, uint64_t data, uint64_t len, int fill,
@@ -135,8 +120,6 @@ static void untouched(struct fixture *f, const char *what)
 	CHECK(f->a->done_msgs[0] == 0, "%s: a receive was completed", what);
 	CHECK(f->a->lock == 0, "%s: arm lock left held", what);
 }
-
-#include "arm_completed.h"
 
 int main(void)
 {

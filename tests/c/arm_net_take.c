@@ -92,6 +92,8 @@ struct fixture {
 	int ctx[4];
 };
 
+#include "arm_fixture.h"
+
 static int dummy_tp;
 
 /* setup: a lent transport from SRC and no rings; receives armed with post. */
@@ -111,23 +113,6 @@ static void setup(struct fixture *f)
 	f->g.arm = (uintptr_t)f->a;
 	f->g.skip_max = 1000;
 }
-
-static void post(struct fixture *f, int k, uint64_t tag)
-{
-	struct lnx_arm *a = f->a;
-	uint32_t i = a->tail & (LNX_ARM_SLOTS - 1);
-	a->s[i] = (struct lnx_arm_slot){ .buf = f->recv[k],
-					 .len = RECV_LEN,
-					 .ctx = &f->ctx[k],
-					 .src = FI_ADDR_UNSPEC,
-					 .tag = tag,
-					 .tagged = 1,
-					 .go_index = -1 };
-	a->done[i] = 0;
-	a->tail++;
-}
-
-#include "arm_completed.h"
 
 int main(void)
 {

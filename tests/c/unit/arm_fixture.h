@@ -1,12 +1,29 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * The armed-receive unit tests' check of one completion. Include after
- * defining SRC, RECV_LEN and struct fixture (cr: the completion ring;
- * ctx[k], recv[k][RECV_LEN]: receive k's context and buffer, filled with
- * 0xee before).
+ * The armed-receive unit tests' helpers: arming a receive and checking
+ * one completion. Include after defining SRC, RECV_LEN and struct fixture
+ * (a: the arm; cr: the completion ring; ctx[k], recv[k][RECV_LEN]:
+ * receive k's context and buffer, filled with 0xee before).
  */
-#ifndef LNX_UNIT_ARM_COMPLETED_H
-#define LNX_UNIT_ARM_COMPLETED_H
+#ifndef LNX_UNIT_ARM_FIXTURE_H
+#define LNX_UNIT_ARM_FIXTURE_H
+
+/* post arms a tagged receive for tag behind the others, as lnx_arm_post
+ * does, into recv[k]. */
+static void post(struct fixture *f, int k, uint64_t tag)
+{
+	struct lnx_arm *a = f->a;
+	uint32_t i = a->tail & (LNX_ARM_SLOTS - 1);
+	a->s[i] = (struct lnx_arm_slot){ .buf = f->recv[k],
+					 .len = RECV_LEN,
+					 .ctx = &f->ctx[k],
+					 .src = FI_ADDR_UNSPEC,
+					 .tag = tag,
+					 .tagged = 1,
+					 .go_index = -1 };
+	a->done[i] = 0;
+	a->tail++;
+}
 
 /* completed: completion n is recv[k]'s, of len bytes of fill, tag and data. */
 static void completed(struct fixture *f, uint64_t n, int k, uint64_t tag, uint64_t data,
