@@ -53,27 +53,7 @@ static int32_t lnx_arm_claim(struct lnx_arm *a, int serial, uint64_t hflags, uin
 	return i;
 }
 
-static void lnx_arm_take_slot(struct lnx_arm *a, uint32_t i);
-
-/* lnx_arm_done completes the receive in slot i with a message from core (0
- * shm, 1 network) already copied into its buffer (a->lock and cr->lock
- * held, room reserved). */
-static void lnx_arm_done(struct lnx_arm *a, int serial, struct lnx_cring *cr, uint32_t i, int core,
-			 uint64_t hflags, uint64_t size, uint64_t data, uint64_t tag, uint64_t src)
-{
-	int tagged = (hflags & LNX_HDR_TAGGED) != 0, has_data = (hflags & LNX_HDR_DATA) != 0;
-	const struct lnx_arm_slot *s = &a->s[i];
-	lnx_arm_take_slot(a, i);
-	a->done_msgs[core]++;
-	a->done_bytes[core] += size;
-	lnx_cring_put(cr, s->ctx, s->buf,
-		      FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (has_data ? FI_REMOTE_CQ_DATA : 0),
-		      size, has_data ? data : 0, tag, src);
-	lnx_unlock(&cr->lock, serial);
-}
-
-/* lnx_arm_take_slot marks slot i taken (a->lock held), as lnx_arm_done
- * does before it writes the completion. */
+/* lnx_arm_take_slot marks slot i taken (a->lock held). */
 static void lnx_arm_take_slot(struct lnx_arm *a, uint32_t i)
 {
 	const struct lnx_arm_slot *s = &a->s[i];
@@ -82,6 +62,32 @@ static void lnx_arm_take_slot(struct lnx_arm *a, uint32_t i)
 	a->done[i] = 1;
 	while (a->head != a->tail && a->done[a->head & (LNX_ARM_SLOTS - 1)])
 		a->head++;
+}
+
+/* lnx_arm_put counts a receive C completed with a message from core (0
+ * shm, 1 network) and writes its completion into a's ring (a->lock and
+ * the ring's lock held, room reserved; releases the ring's lock). */
+static void lnx_arm_put(struct lnx_arm *a, int serial, int core, void *ctx, void *buf,
+			uint64_t flags, uint64_t len, uint64_t data, uint64_t tag, uint64_t src)
+{
+	a->done_msgs[core]++;
+	a->done_bytes[core] += len;
+	lnx_cring_put(a->cring, ctx, buf, flags, len, data, tag, src);
+	lnx_unlock(&a->cring->lock, serial);
+}
+
+/* lnx_arm_done completes the receive in slot i with a message from core
+ * already copied into its buffer (a->lock and the ring's lock held, room
+ * reserved). */
+static void lnx_arm_done(struct lnx_arm *a, int serial, uint32_t i, int core, uint64_t hflags,
+			 uint64_t size, uint64_t data, uint64_t tag, uint64_t src)
+{
+	int tagged = (hflags & LNX_HDR_TAGGED) != 0, has_data = (hflags & LNX_HDR_DATA) != 0;
+	const struct lnx_arm_slot *s = &a->s[i];
+	lnx_arm_take_slot(a, i);
+	lnx_arm_put(a, serial, core, s->ctx, s->buf,
+		    FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (has_data ? FI_REMOTE_CQ_DATA : 0),
+		    size, has_data ? data : 0, tag, src);
 }
 
 static int32_t lnx_arm_peer_claim(struct lnx_arm *a, int tagged, uint64_t tag, uint64_t src,
@@ -102,10 +108,7 @@ static int lnx_arm_peer_put(struct lnx_arm *a, int serial, void *ctx, void *buf,
 {
 	if (!lnx_cring_reserve(a->cring, serial))
 		return 0;
-	a->done_msgs[1]++;
-	a->done_bytes[1] += len;
-	lnx_cring_put(a->cring, ctx, buf, flags, len, data, tag, src);
-	lnx_unlock(&a->cring->lock, serial);
+	lnx_arm_put(a, serial, 1, ctx, buf, flags, len, data, tag, src);
 	return 1;
 }
 
@@ -270,7 +273,7 @@ static uint64_t lnx_arm_rndv(struct lnx_arm *a, int serial, struct lnx_arm_ring 
 	r->head += need;
 	__atomic_store_n((uint64_t *)r->fwd_head, r->head, __ATOMIC_RELEASE);
 	a->pulls++;
-	lnx_arm_done(a, serial, a->cring, (uint32_t)k, 0, hflags, size, data, tag, r->src);
+	lnx_arm_done(a, serial, (uint32_t)k, 0, hflags, size, data, tag, r->src);
 	return need;
 }
 
@@ -370,8 +373,7 @@ static int lnx_arm_take_net(struct lnx_arm *a, int serial)
 		return LNX_ARM_GO;
 	lnx_copy_payload(a->s[i].buf, m.payload, m.size);
 	lnx_tp_consume(t);
-	lnx_arm_done(a, serial, a->cring, (uint32_t)i, 1, m.flags, m.size, m.data, m.tag,
-		     a->net_src);
+	lnx_arm_done(a, serial, (uint32_t)i, 1, m.flags, m.size, m.data, m.tag, a->net_src);
 	return 1;
 }
 
@@ -485,8 +487,8 @@ int lnx_arm_take(struct lnx_gate *g, int serial, int budget, int *idle)
 			lnx_copy_payload(a->s[k].buf, (const char *)rec + LNX_REC_HDR, size);
 			r->head += need;
 			__atomic_store_n((uint64_t *)r->fwd_head, r->head, __ATOMIC_RELEASE);
-			lnx_arm_done(a, serial, a->cring, (uint32_t)k, 0, hflags, size, rec->data,
-				     rec->tag, r->src);
+			lnx_arm_done(a, serial, (uint32_t)k, 0, hflags, size, rec->data, rec->tag,
+				     r->src);
 			done++;
 		}
 	}
