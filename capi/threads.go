@@ -3,7 +3,8 @@
 package main
 
 // The library's pthread_create calls (runtime/cgo's) go through
-// threads.c, which keeps the runtime's threads out of real-time classes.
+// threads.c, which keeps the runtime's threads off SCHED_FIFO (SCHED_RR
+// at the same priority when their creator runs at SCHED_FIFO).
 
 /*
 #cgo LDFLAGS: -Wl,--wrap=pthread_create
