@@ -71,14 +71,7 @@ static void setup(struct fixture *f)
 	a->lent = 1;
 	a->rearm = 1;
 	f->g.arm = (uintptr_t)a;
-	a->s[0] = (struct lnx_arm_slot){ .buf = f->recv[0],
-					 .len = RECV_LEN,
-					 .ctx = &f->ctx[0],
-					 .src = FI_ADDR_UNSPEC,
-					 .tag = 0x77,
-					 .tagged = 1,
-					 .go_index = -1 };
-	a->tail = 1;
+	unit_arm(a, f->recv[0], RECV_LEN, &f->ctx[0], FI_ADDR_UNSPEC, 0x77, 0);
 }
 
 static void teardown(struct fixture *f)

@@ -34,6 +34,7 @@
 #include "lnx_internal.h"
 #include "lnx_tp_lend.h"
 #include "unit.h"
+#include "arm_slot.h"
 
 #define RING_BYTES 4096
 #define ACKS	   8
@@ -80,14 +81,7 @@ static void setup(struct fixture *f)
 	r->ack_head = (uintptr_t)&f->ack_head;
 	r->pid = (uint64_t)getpid();
 	r->cma = 1;
-	a->s[0] = (struct lnx_arm_slot){ .buf = f->recv,
-					 .len = RECV_LEN,
-					 .ctx = &f->ctx,
-					 .src = FI_ADDR_UNSPEC,
-					 .tag = 0x77,
-					 .tagged = 1,
-					 .go_index = -1 };
-	a->tail = 1;
+	unit_arm(a, f->recv, RECV_LEN, &f->ctx, FI_ADDR_UNSPEC, 0x77, 0);
 	a->lent = 1;
 	f->g.arm = (uintptr_t)a;
 }

@@ -27,6 +27,7 @@
 #include "lnx_pep.h"
 #include "lnx_pep_lend.h"
 #include "unit.h"
+#include "arm_slot.h"
 
 int lnx_go_close(uintptr_t h)
 {
@@ -97,21 +98,6 @@ static ssize_t fake_read(struct fid_cq *cq, void *buf, size_t count)
 
 static struct fi_ops_cq fake_ops = { .size = sizeof(struct fi_ops_cq), .read = fake_read };
 
-static void arm_slot(struct lnx_arm *a, void *buf, uint64_t len, void *ctx, uint64_t src,
-		     uint64_t tag, uint64_t ignore)
-{
-	uint32_t i = a->tail++ & (LNX_ARM_SLOTS - 1);
-	a->s[i] = (struct lnx_arm_slot){ .buf = buf,
-					 .len = len,
-					 .ctx = ctx,
-					 .src = src,
-					 .tag = tag,
-					 .ignore = ignore,
-					 .tagged = 1,
-					 .go_index = -1 };
-	a->done[i] = 0;
-}
-
 static int take(struct lnx_arm *a, struct msg *m, int n, int *go)
 {
 	g_msgs = m, g_n = n;
@@ -140,8 +126,8 @@ int main(void)
 	memset(b, 0, sizeof(b));
 
 	/* Any source tag 0x10; from 5 alone tag 0x2X (ignore 0xf). */
-	arm_slot(a, b[0], 64, &ctx[0], FI_ADDR_UNSPEC, 0x10, 0);
-	arm_slot(a, b[1], 64, &ctx[1], 5, 0x20, 0xf);
+	unit_arm(a, b[0], 64, &ctx[0], FI_ADDR_UNSPEC, 0x10, 0);
+	unit_arm(a, b[1], 64, &ctx[1], 5, 0x20, 0xf);
 	/* From core fi_addr 1 (lnx's 5), tag 0x23: the directed receive
 	 * takes it (the any-source one's tag differs). */
 	struct msg m1[] = {
@@ -167,7 +153,7 @@ int main(void)
 
 	/* Too large for the receive (a truncation: Go's), then one the armed
 	 * receive takes: both Go's, in order; the receive stays armed. */
-	arm_slot(a, b[2], 16, &ctx[2], FI_ADDR_UNSPEC, 0x30, 0);
+	unit_arm(a, b[2], 16, &ctx[2], FI_ADDR_UNSPEC, 0x30, 0);
 	struct msg m2[] = {
 		{ .addr = 1,
 		  .tag = 0x30,

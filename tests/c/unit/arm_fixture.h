@@ -8,21 +8,13 @@
 #ifndef LNX_UNIT_ARM_FIXTURE_H
 #define LNX_UNIT_ARM_FIXTURE_H
 
+#include "arm_slot.h"
+
 /* post arms a tagged receive for tag behind the others, as lnx_arm_post
  * does, into recv[k]. */
 static void post(struct fixture *f, int k, uint64_t tag)
 {
-	struct lnx_arm *a = f->a;
-	uint32_t i = a->tail & (LNX_ARM_SLOTS - 1);
-	a->s[i] = (struct lnx_arm_slot){ .buf = f->recv[k],
-					 .len = RECV_LEN,
-					 .ctx = &f->ctx[k],
-					 .src = FI_ADDR_UNSPEC,
-					 .tag = tag,
-					 .tagged = 1,
-					 .go_index = -1 };
-	a->done[i] = 0;
-	a->tail++;
+	unit_arm(f->a, f->recv[k], RECV_LEN, &f->ctx[k], FI_ADDR_UNSPEC, tag, 0);
 }
 
 /* completed: completion n is recv[k]'s, of len bytes of fill, tag and data. */
