@@ -10,7 +10,6 @@
 #define LNX_INTERNAL_H
 
 #include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include "lnx_capi.h"
 #include "lnx_copy.h"
