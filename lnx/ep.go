@@ -48,6 +48,7 @@ type Endpoint struct {
 	epFast     // C's fast paths and the armed receive
 
 	stats [numCoreKinds]coreStats
+	goUse goUse // the Go runtime's work while open (said at close)
 }
 
 // epBinding is what fi_ep_bind and the op-flag options set: where
@@ -193,6 +194,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 		epMatching: epMatching{tagged: peers.NewSerialQueue(true), untagged: peers.NewSerialQueue(false), unexpMax: d.cfg.UnexpectedMax},
 		epInFlight: epInFlight{sends: map[uint64]*sendCtx{}, pulls: map[*pendingPull]struct{}{}},
 		epPolling:  epPolling{t0: time.Now()}}
+	e.goUse.start()
 	e.minMultiRecv = e.injectSize()
 	if info.HasTx {
 		e.txFlags = info.Tx.OpFlags
@@ -481,6 +483,8 @@ func (e *Endpoint) Close() error {
 	defer e.unlock()
 	if e.cfg().DumpStats {
 		e.dumpStats(os.Stderr)
+	} else {
+		logging.Infof(logging.EPData, "%s", e.goUse.line(e)) // with C's fast paths on, unlike the stats
 	}
 	if n := e.stats[kindShm].txRndvByC; n > 0 {
 		// C's fast sends are off with FI_LNX_DUMP_STATS: said here.

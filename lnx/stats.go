@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/metrics"
 )
 
 // Core kinds an endpoint moves traffic over, for its counters.
@@ -73,4 +74,41 @@ func (e *Endpoint) dumpStats(w io.Writer) {
 	for _, c := range e.cores {
 		c.writeStats(w)
 	}
+	fmt.Fprintln(w, e.goUse.line(e))
+}
+
+// goUse is what the Go runtime did while an endpoint was open, said at
+// its close (FI_LNX_DUMP_STATS, or the info log level). A collection
+// pauses the threads that call into Go, and at a real-time priority its
+// background work can hold a CPU the application waits for (docs/lnx.7.md,
+// REAL-TIME SCHEDULING): the data paths allocate nothing per message.
+type goUse struct {
+	at [2]uint64 // GC cycles and heap bytes allocated when it opened
+}
+
+var goUseMetrics = [2]string{"/gc/cycles/total:gc-cycles", "/gc/heap/allocs:bytes"}
+
+func readGoUse() (v [2]uint64) {
+	var s [2]metrics.Sample
+	for i := range s {
+		s[i].Name = goUseMetrics[i]
+	}
+	metrics.Read(s[:])
+	for i := range s {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			v[i] = s[i].Value.Uint64()
+		}
+	}
+	return v
+}
+
+func (g *goUse) start() { g.at = readGoUse() }
+
+// line says how many collections ran and how many bytes Go allocated
+// since the endpoint opened (process-wide figures: other endpoints of the
+// process count too).
+func (g *goUse) line(e *Endpoint) string {
+	now := readGoUse()
+	return fmt.Sprintf("lnx: pid %d link %s Go runtime while open: %d GC cycles, %d bytes allocated",
+		os.Getpid(), e.Domain.Link.Name(), now[0]-g.at[0], now[1]-g.at[1])
 }
