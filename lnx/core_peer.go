@@ -71,8 +71,8 @@ type peerCore struct {
 	srcGen         uint64
 	srcN           int
 
-	recvs map[uint64]*peerRecv // receives the core is filling, by id
-	early map[uint64]error     // send completions written inside the send call
+	recvs map[uint64]peerRecv // receives the core is filling, by id (values: no allocation per message)
+	early map[uint64]error    // send completions written inside the send call
 	next  uint64
 
 	// Liveness: 2.1 rxm never completes a send whose receiver died.
@@ -103,7 +103,7 @@ type peerRecv struct {
 // ofi.NameID of the address it got, as the transport's.
 func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
 	c := &peerCore{e: e, byName: map[string]uint64{}, byCore: map[uint64]uint64{}, names: map[uint64][]byte{},
-		recvs: map[uint64]*peerRecv{}, early: map[uint64]error{},
+		recvs: map[uint64]peerRecv{}, early: map[uint64]error{},
 		watch: map[uint64]*ofi.Peer{}, dropped: map[uint64]struct{}{}}
 	var err error
 	if c.fab, err = ofi.OpenFabric(cd.list.Infos[0]); err != nil {
@@ -415,7 +415,7 @@ func (c *peerCore) bind(pe peerep.Entry, r *recvCtx, src, size, kind uint64, bou
 	for i := range n {
 		bases[i], lens[i] = r.iov[i].Ptr, r.iov[i].Len
 	}
-	p := &peerRecv{r: r, src: src, size: size, kind: kind}
+	p := peerRecv{r: r, src: src, size: size, kind: kind}
 	if bounce {
 		b, err := c.e.stage.get(max(size, 1))
 		if err != nil {
@@ -519,10 +519,11 @@ func (c *peerCore) Write(id, flags, n, data, tag, src uint64) {
 // takeRecv removes receive id from those the core is filling and builds
 // the lnx header its completion carries; nil if id is not one.
 func (c *peerCore) takeRecv(id, flags, data, tag uint64) (*peerRecv, msgHdr) {
-	p := c.recvs[id]
-	if p == nil {
+	v, ok := c.recvs[id]
+	if !ok {
 		return nil, msgHdr{}
 	}
+	p := &v // the caller's to use: stays on its stack
 	delete(c.recvs, id)
 	hdr := msgHdr{}
 	if flags&fi.TAGGED != 0 {

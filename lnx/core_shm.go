@@ -128,7 +128,7 @@ func (c *shmCore) takeBack(heads []uint64) {
 // completes when shm's Poll reports its ack (onSendDone).
 func (e *Endpoint) adoptSend(o shm.OutsideSend) uint64 {
 	e.nextSend++
-	e.sends[e.nextSend] = &sendCtx{ctx: o.Ctx, flags: fi.SEND | opKindFlags(o.Tagged), len: o.Len, cq: o.CQ}
+	e.sends[e.nextSend] = sendCtx{ctx: o.Ctx, flags: fi.SEND | opKindFlags(o.Tagged), len: o.Len, cq: o.CQ}
 	return e.nextSend
 }
 

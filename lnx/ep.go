@@ -107,7 +107,7 @@ type epMatching struct {
 
 // epInFlight is work handed to a core that progress must finish.
 type epInFlight struct {
-	sends    map[uint64]*sendCtx // rendezvous sends awaiting their ack
+	sends    map[uint64]sendCtx // sends awaiting their completion (values: no allocation per send)
 	nextSend uint64
 	pulls    map[*pendingPull]struct{} // network pulls in flight
 	rma      *rmaState                 // one-sided operations (rma.go), nil until used
@@ -192,7 +192,7 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 		epBinding:  epBinding{cntrs: map[uint64]*Cntr{}},
 		epRouting:  epRouting{node: NodeID(d.cfg), routes: map[uint64]*route{}},
 		epMatching: epMatching{tagged: peers.NewSerialQueue(true), untagged: peers.NewSerialQueue(false), unexpMax: d.cfg.UnexpectedMax},
-		epInFlight: epInFlight{sends: map[uint64]*sendCtx{}, pulls: map[*pendingPull]struct{}{}},
+		epInFlight: epInFlight{sends: map[uint64]sendCtx{}, pulls: map[*pendingPull]struct{}{}},
 		epPolling:  epPolling{t0: time.Now()}}
 	e.goUse.start()
 	e.minMultiRecv = e.injectSize()

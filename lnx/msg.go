@@ -294,7 +294,7 @@ func (e *Endpoint) Send(op *Op) error {
 		e.completeSend(op.Ctx, cflags, wantCQ, nil)
 		return nil
 	}
-	s := &sendCtx{ctx: op.Ctx, flags: cflags, len: size, cq: wantCQ, stage: stage}
+	s := sendCtx{ctx: op.Ctx, flags: cflags, len: size, cq: wantCQ, stage: stage}
 	if ipc {
 		s.ipc = rt.shm
 		e.ipcSends++

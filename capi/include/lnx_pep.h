@@ -106,6 +106,12 @@ struct lnx_pep {
 	int took;			   /* receives completed into the arm's ring in this take */
 	struct lnx_pentry *stash, **stash_end; /* messages left to Go */
 	uint64_t src[LNX_PEP_SRCS];	       /* Go: core fi_addr -> lnx fi_addr (LNX_PEP_NOSRC) */
+	/* Go's arguments to lnx_pep_send and lnx_pep_stash_pop: Go memory
+	 * whose address a cgo call takes moves to the heap, one allocation
+	 * per message, so Go passes these instead. */
+	void *go_base[LNX_PEP_IOV];
+	size_t go_len[LNX_PEP_IOV];
+	int go_tagged;
 };
 
 /* src (srclen bytes): the core address to bind to, or NULL. */
@@ -128,6 +134,8 @@ LNX_HIDDEN ssize_t lnx_pep_send(struct lnx_pep *p, int tagged, void **base, size
  * set, starts it (the core had queued it). */
 LNX_HIDDEN int lnx_pep_entry_set(struct lnx_pentry *e, void **base, size_t *len, int n,
 				 uint64_t id);
+/* lnx_pep_entry_set for a caller that filled e->iov[0..n) itself. */
+LNX_HIDDEN int lnx_pep_entry_bind(struct lnx_pentry *e, int n, uint64_t id);
 LNX_HIDDEN int lnx_pep_start(struct lnx_pentry *e, int tagged);
 LNX_HIDDEN int lnx_pep_discard(struct lnx_pentry *e, int tagged);
 /* The next message C left to Go (lnx_pep_take), in arrival order, and

@@ -44,13 +44,11 @@ func (e Entry) CQData() (uint64, bool) {
 // Set gives the entry a receive's buffers and the id its completion will
 // carry (Owner.Write). bases are C (application) memory.
 func (e Entry) Set(bases []unsafe.Pointer, lens []uint64, id uint64) error {
-	var b [MaxIov]unsafe.Pointer
-	var l [MaxIov]C.size_t
 	n := min(len(bases), MaxIov)
-	for i := range n {
-		b[i], l[i] = bases[i], C.size_t(lens[i])
+	for i := range n { // straight into the entry's C iovec: nothing to allocate
+		e.c.iov[i].iov_base, e.c.iov[i].iov_len = bases[i], C.size_t(lens[i])
 	}
-	return check("peer rx entry", C.lnx_pep_entry_set(e.c, &b[0], &l[0], C.int(n), C.uint64_t(id)))
+	return check("peer rx entry", C.lnx_pep_entry_bind(e.c, C.int(n), C.uint64_t(id)))
 }
 
 // Start starts a queued message into the receive Set gave it.
@@ -149,12 +147,11 @@ func (ep *EP) SetSrc(a, src uint64, known bool) {
 func (ep *EP) Adopt(f func(tagged bool, e Entry)) {
 	ep.drain()
 	for {
-		var tagged C.int
-		e := C.lnx_pep_stash_pop(ep.c, &tagged)
+		e := C.lnx_pep_stash_pop(ep.c, &ep.c.go_tagged)
 		if e == nil {
 			return
 		}
-		f(tagged != 0, Entry{c: e})
+		f(ep.c.go_tagged != 0, Entry{c: e})
 	}
 }
 
@@ -265,12 +262,11 @@ var ErrAgain = errors.New("peerep: core busy")
 // tag and CQ data. inject: the buffers are reusable on return. done: no
 // completion will come (an inject); else Owner.Write(id) reports it.
 func (ep *EP) Send(tagged bool, bases []unsafe.Pointer, lens []uint64, dest, tag, data uint64, hasData, inject bool, id uint64) (done bool, err error) {
-	var b [MaxIov]unsafe.Pointer
-	var l [MaxIov]C.size_t
 	n := len(bases)
 	if n > MaxIov {
 		return false, fi.Wrap(fi.EINVAL, "%d pieces exceed %d", n, MaxIov)
 	}
+	b, l := &ep.c.go_base, &ep.c.go_len // C memory: nothing to allocate
 	for i := range n {
 		b[i], l[i] = bases[i], C.size_t(lens[i])
 	}

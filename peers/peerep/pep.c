@@ -521,6 +521,18 @@ copy:
 
 int lnx_pep_entry_set(struct lnx_pentry *e, void **base, size_t *len, int n, uint64_t id)
 {
+	int i;
+	if (n < 0 || n > LNX_PEP_IOV)
+		return -FI_EINVAL;
+	for (i = 0; i < n; i++) {
+		e->iov[i].iov_base = base[i];
+		e->iov[i].iov_len = len[i];
+	}
+	return lnx_pep_entry_bind(e, n, id);
+}
+
+int lnx_pep_entry_bind(struct lnx_pentry *e, int n, uint64_t id)
+{
 	struct lnx_pctx *c;
 	int i;
 	if (n < 0 || n > LNX_PEP_IOV)
@@ -530,11 +542,8 @@ int lnx_pep_entry_set(struct lnx_pentry *e, void **base, size_t *len, int n, uin
 		return -FI_ENOMEM;
 	c->id = id;
 	c->entry = e;
-	for (i = 0; i < n; i++) {
-		e->iov[i].iov_base = base[i];
-		e->iov[i].iov_len = len[i];
+	for (i = 0; i < n; i++)
 		e->desc[i] = NULL;
-	}
 	e->pe.count = (size_t)n;
 	e->pe.context = (uintptr_t)c;
 	/* rxm writes a receive completion only with FI_COMPLETION. */
