@@ -90,6 +90,11 @@ func Code(err error) int {
 	if err == nil {
 		return 0
 	}
+	if e, ok := err.(Errno); ok {
+		// The data path's -FI_EAGAIN: errors.As would move e to the heap,
+		// an allocation per busy send.
+		return -int(e)
+	}
 	var e Errno
 	if errors.As(err, &e) {
 		return -int(e)
