@@ -9,11 +9,17 @@
 # 1 MiB (a network core's transport); the 100,000 messages must add
 # less than 10 bytes each.
 export FI_LOG_LEVEL=info
-out=$("$@" 2>&1)
+dir=$(mktemp -d) || exit 1
+trap 'rm -rf "$dir"' EXIT
+GO_QUIET_LOGS=$dir/rank "$@"
 rc=$?
-echo "$out" | grep -v "^libfabric:.*:\(core\|util\)"
+for f in "$dir"/rank.*; do
+	[ -f "$f" ] || continue
+	echo "--- ${f##*/}"
+	grep -v "^libfabric:.*:\(core\|util\)" "$f"
+done
 [ $rc -eq 0 ] || exit $rc
-echo "$out" | awk -v max="${GO_QUIET_MAX_BYTES:-2097152}" '/Go runtime while open:/ {
+cat "$dir"/rank.* | awk -v max="${GO_QUIET_MAX_BYTES:-2097152}" '/Go runtime while open:/ {
 	n++
 	for (i = 1; i < NF; i++) {
 		if ($(i + 1) == "GC" && $(i + 2) == "cycles,") gc = $i
