@@ -14,6 +14,7 @@
 #include "lnx_internal.h"
 #include "lnx_ops.h"
 #include "lnx_tp_lend.h"
+#include "lnx_pep_lend.h"
 
 /*
  * lnx_copyable reports whether buf may be copied: a buffer of at most a
@@ -231,6 +232,61 @@ out:
 }
 
 /*
+ * lnx_fast_send_pep sends a message to a peer reached over a peer-API core
+ * lent to C (struct lnx_arm's pep; lnx/core_peer.go) with the core's
+ * inject, from C, and writes its completion into the transmit CQ's ring,
+ * as Endpoint.Send would over that core: 0, or declined (Go sends it, as
+ * before, and reports any error): the core not lent, arm.lock busy, C not
+ * allowed to send (the core's tx_on: a send counter, device memory), the
+ * fi_addr not one Go published for the core (no route yet, removed from
+ * the AV, a peer its side transport declared gone), over the core's
+ * inject size, the completion ring full, or the core's answer not 0
+ * (-FI_EAGAIN included). Go hands every send to the core at once (none
+ * waits in Go), so one from C never overtakes an earlier one of Go's.
+ */
+static ssize_t lnx_fast_send_pep(struct lnx_fast *f, int serial, const struct iovec *iov,
+				 size_t count, fi_addr_t dest, uint64_t tag, uint64_t data,
+				 void *ctx, int kind)
+{
+	struct lnx_arm *a = &f->arm;
+	size_t len = count ? iov[0].iov_len : 0;
+	const void *buf = count ? iov[0].iov_base : NULL;
+	uint64_t txf = __atomic_load_n(&f->tx_flags, __ATOMIC_RELAXED);
+	if ((len && !buf) || (txf & FI_TRIGGER) ||
+	    (((kind & LNX_OP_INJECT) || (txf & FI_INJECT)) && len > f->inject_size))
+		return LNX_FAST_DECLINED;
+	int want_cq = !(kind & LNX_OP_INJECT) && (!f->tx_sel || (txf & FI_COMPLETION));
+	int has_data = (kind & LNX_OP_DATA) || (txf & FI_REMOTE_CQ_DATA);
+	if (!has_data)
+		data = 0;
+	if (!lnx_trylock(&a->lock, serial))
+		return LNX_FAST_DECLINED;
+	ssize_t ret = LNX_FAST_DECLINED;
+	struct lnx_cring *cr = NULL;
+	/* The core's inject size first: a larger send (Go's) pays for no
+	 * mincore. */
+	if (!__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) || !a->pep ||
+	    len > lnx_pep_inject_size((void *)a->pep) || !lnx_copyable(buf, len))
+		goto out;
+	if (want_cq && (!(cr = __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE)) ||
+			!lnx_cring_reserve(cr, serial)))
+		goto out;
+	if (lnx_pep_send_lent((void *)a->pep, a, serial, &lnx_arm_pep_ops, dest,
+			      (kind & LNX_OP_TAGGED) != 0, buf, len, tag, data, has_data) == 0)
+		ret = 0;
+	if (want_cq) {
+		if (ret == 0)
+			lnx_cring_put(cr, ctx, NULL,
+				      FI_SEND | ((kind & LNX_OP_TAGGED) ? FI_TAGGED : FI_MSG), 0, 0,
+				      0, FI_ADDR_NOTAVAIL);
+		lnx_unlock(&cr->lock, serial);
+	}
+out:
+	lnx_unlock(&a->lock, serial);
+	return ret;
+}
+
+/*
  * lnx_fast_send sends a small message without a call into Go: to a peer on
  * this node through its shm ring, or to the network peer of a lent
  * transport, and queues the completion in the transmit CQ's C ring.
@@ -245,12 +301,20 @@ out:
 ssize_t lnx_fast_send(struct lnx_fast *f, int serial, const struct iovec *iov, size_t count,
 		      fi_addr_t dest, uint64_t tag, uint64_t data, void *ctx, int kind)
 {
-	if (!__atomic_load_n(&f->on, __ATOMIC_ACQUIRE) || (kind & LNX_OP_EXPLICIT) || count > 1 ||
-	    dest >= LNX_FAST_PEERS)
+	if ((kind & LNX_OP_EXPLICIT) || count > 1 || dest >= LNX_FAST_PEERS)
 		return LNX_FAST_DECLINED;
+	struct lnx_arm *a = &f->arm;
+	if (!__atomic_load_n(&f->on, __ATOMIC_ACQUIRE)) {
+		/* A lent peer core has its own switch (it counts what C
+		 * sends, so statistics leave it on). */
+		if (__atomic_load_n(&a->pep, __ATOMIC_RELAXED))
+			return lnx_fast_send_pep(f, serial, iov, count, dest, tag, data, ctx, kind);
+		return LNX_FAST_DECLINED;
+	}
 	struct lnx_txslot *s =
 		(struct lnx_txslot *)__atomic_load_n(&f->peer[dest], __ATOMIC_ACQUIRE);
-	struct lnx_arm *a = &f->arm;
+	if (!s && __atomic_load_n(&a->pep, __ATOMIC_RELAXED))
+		return lnx_fast_send_pep(f, serial, iov, count, dest, tag, data, ctx, kind);
 	if (!s && (!__atomic_load_n(&a->lent, __ATOMIC_RELAXED) ||
 		   !__atomic_load_n(&a->net, __ATOMIC_RELAXED) ||
 		   __atomic_load_n(&a->net_src, __ATOMIC_RELAXED) != dest))

@@ -71,6 +71,13 @@ type peerCore struct {
 	srcGen         uint64
 	srcN           int
 
+	// Sends from C while lent (lnx_pep_send_lent): the lnx fi_addrs
+	// published to C (publish) and each one's side transport peer (nil
+	// for none), unpublished when it is declared gone; cInjects counts
+	// what C sent (of injects).
+	dsts     map[uint64]*ofi.Peer
+	cInjects uint64
+
 	recvs map[uint64]peerRecv // receives the core is filling, by id (values: no allocation per message)
 	early map[uint64]error    // send completions written inside the send call
 	next  uint64
@@ -104,7 +111,7 @@ type peerRecv struct {
 func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
 	c := &peerCore{e: e, byName: map[string]uint64{}, byCore: map[uint64]uint64{}, names: map[uint64][]byte{},
 		recvs: map[uint64]peerRecv{}, early: map[uint64]error{},
-		watch: map[uint64]*ofi.Peer{}, dropped: map[uint64]struct{}{}}
+		watch: map[uint64]*ofi.Peer{}, dropped: map[uint64]struct{}{}, dsts: map[uint64]*ofi.Peer{}}
 	var err error
 	if c.fab, err = ofi.OpenFabric(cd.list.Infos[0]); err != nil {
 		return nil, err
@@ -178,16 +185,53 @@ func (c *peerCore) lend(a *armMem, _ uint64) bool {
 	}
 	c.sync()
 	c.lendSrcs()
+	c.ep.SetTx(c.e.pepSendable())
 	a.pep = uintptr(c.ep.Ptr())
 	c.lent = true
 	return true
 }
 
+// pepSendable says whether C may send over a lent peer core
+// (lnx_fast_send_pep): as for the fast send path (refreshFast), only
+// where Endpoint.Send would do nothing C cannot; statistics allowed, C
+// counts its sends (takeBack adds them).
+func (e *Endpoint) pepSendable() bool {
+	return e.enabled && !e.hmemOn && e.txCQ != nil && e.cntrs[fi.SEND] == nil && e.cfg().FastSend
+}
+
 // takeBack: what C left to Go is adopted at the end of disarm (adopt),
-// once the receives C took or armed are back in Go's queues.
+// once the receives C took or armed are back in Go's queues. The sends C
+// made count as Endpoint.Send's would have.
 func (c *peerCore) takeBack([]uint64) {
 	if c.lent {
 		c.lent, c.adoptDue = false, true
+		if n, b := c.ep.TakeTx(); n > 0 {
+			c.injects += n
+			c.cInjects += n
+			st := &c.e.stats[kindNet]
+			st.txMsgs += n
+			st.txBytes += b
+			c.e.netActive() // as sends over the core do (netCore.reclaim alike)
+		}
+	}
+}
+
+// publish lets C send to lnx fi_addr addr over the core (rt, the route
+// just made; e locked), unless its side transport declared it gone.
+func (c *peerCore) publish(addr uint64, rt *route) {
+	if addr >= peerep.MaxDsts || (rt.net != nil && rt.net.Gone()) {
+		return
+	}
+	c.dsts[addr] = rt.net
+	c.ep.SetDst(addr, rt.pfa, true)
+}
+
+// unpublish stops C sending to addr (it left the AV, or its peer is
+// gone): Go then sends, and fails the send as before.
+func (c *peerCore) unpublish(addr uint64) {
+	if _, ok := c.dsts[addr]; ok {
+		delete(c.dsts, addr)
+		c.ep.SetDst(addr, 0, false)
 	}
 }
 
@@ -592,6 +636,11 @@ func (c *peerCore) peerGone(src uint64, err error) {
 	if src == 0 || !errors.Is(err, ofi.ErrPeerGone) {
 		return
 	}
+	for addr, p := range c.dsts {
+		if p != nil && p.ID() == src {
+			c.unpublish(addr)
+		}
+	}
 	for id, p := range c.watch {
 		if p.ID() != src {
 			continue
@@ -662,6 +711,9 @@ func (c *peerCore) writeStats(w io.Writer) {
 	}
 	if c.closed > 0 {
 		gone += fmt.Sprintf(", %d queued messages of a sender gone discarded", c.closed)
+	}
+	if c.cInjects > 0 {
+		gone += fmt.Sprintf(", %d sent in C", c.cInjects)
 	}
 	fmt.Fprintf(w, "lnx: pid %d link %s peer API: sends %d, injects %d, receives matched on arrival %d, unexpected %d (started %d)%s\n",
 		os.Getpid(), c.e.Domain.Link.Name(), c.sends, c.injects, c.expected, c.unexpected, c.started, gone)

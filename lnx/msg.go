@@ -427,6 +427,7 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 			rt.rail = rail{e.nets[0], p, 0}
 		}
 		e.routes[addr] = rt
+		e.peer.publish(addr, rt)
 		return rt, nil
 	}
 	nets := netAddrsOf(ent.addr)
@@ -476,6 +477,9 @@ func (e *Endpoint) forgetAddrs(addrs []uint64) {
 		}
 		delete(e.routes, a)
 		e.unpublishFast(a)
+		if e.peer != nil {
+			e.peer.unpublish(a)
+		}
 		if rt.shm != nil && !slices.Contains(e.retire, rt.shm) {
 			e.retire = append(e.retire, rt.shm)
 		}

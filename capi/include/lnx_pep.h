@@ -81,6 +81,9 @@ struct lnx_pcomp {
 /* The core fi_addrs whose lnx fi_addr C knows (lnx_pep.src). */
 #define LNX_PEP_SRCS  256
 #define LNX_PEP_NOSRC UINT64_MAX /* not known to C: the message goes to Go */
+/* The lnx fi_addrs C may send to over the core (lnx_pep.dst): as many as
+ * the fast send path's (LNX_FAST_PEERS). */
+#define LNX_PEP_DSTS 4096
 
 struct lnx_pep {
 	struct lnx_peer_srx srx; /* first: a callback's srx is the lnx_pep */
@@ -105,7 +108,16 @@ struct lnx_pep {
 	int serial;			   /* lnx_pep_take's */
 	int took;			   /* receives completed into the arm's ring in this take */
 	struct lnx_pentry *stash, **stash_end; /* messages left to Go */
-	uint64_t src[LNX_PEP_SRCS];	       /* Go: core fi_addr -> lnx fi_addr (LNX_PEP_NOSRC) */
+	int sending;		    /* inside lnx_pep_send_lent: no completion into the ring */
+	uint32_t tx_on;		    /* Go: C may send through the core while lent */
+	uint64_t tx_msgs;	    /* sends C made (lnx_pep_send_lent), under the arm lock; */
+	uint64_t tx_bytes;	    /* Go takes them back with the core */
+	uint64_t src[LNX_PEP_SRCS]; /* Go: core fi_addr -> lnx fi_addr (LNX_PEP_NOSRC) */
+	/* Go: lnx fi_addr -> core fi_addr (LNX_PEP_NOSRC: Go sends), set
+	 * when Go has a route to the peer over this core, cleared when the
+	 * fi_addr leaves the AV or the peer's side transport declares it
+	 * gone; atomic, read by C under the arm lock while lent. */
+	uint64_t dst[LNX_PEP_DSTS];
 	/* Go's arguments to lnx_pep_send and lnx_pep_stash_pop: Go memory
 	 * whose address a cgo call takes moves to the heap, one allocation
 	 * per message, so Go passes these instead. */

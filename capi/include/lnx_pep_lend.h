@@ -12,6 +12,7 @@
 #ifndef LNX_PEP_LEND_H
 #define LNX_PEP_LEND_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct lnx_arm;
@@ -38,6 +39,20 @@ extern const struct lnx_pep_arm_ops lnx_arm_pep_ops;
  * completions left for Go, or the core's CQ failed). */
 int lnx_pep_take(void *pep, struct lnx_arm *a, int serial, const struct lnx_pep_arm_ops *ops,
 		 int *go);
+
+/* Sends len bytes at buf (tagged: with tag; has_data: with CQ data) to
+ * lnx fi_addr dest through lent core pep, from C (a->lock held, lent),
+ * as the core's inject: 0 when the core took it (nothing more comes of
+ * it); -1 when Go must send it: C may not send (tx_on), dest is not one
+ * C knows over this core, the message is over the core's inject size, or
+ * the core answered anything else (-FI_EAGAIN included: Go progresses
+ * and answers it, or reports the error). */
+int lnx_pep_send_lent(void *pep, struct lnx_arm *a, int serial, const struct lnx_pep_arm_ops *ops,
+		      uint64_t dest, int tagged, const void *buf, size_t len, uint64_t tag,
+		      uint64_t data, int has_data);
+
+/* The core's inject size: the largest send lnx_pep_send_lent takes. */
+size_t lnx_pep_inject_size(const void *pep);
 
 /* Whether lent core pep holds messages or completions for Go (a->lock
  * held): C then takes nothing more, so that Go sees them first. */

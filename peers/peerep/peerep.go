@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/cgo"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/lnx-go/lnx-go/internal/fi"
@@ -139,6 +140,38 @@ func (ep *EP) SetSrc(a, src uint64, known bool) {
 		v = C.LNX_PEP_NOSRC
 	}
 	ep.c.src[a] = v
+}
+
+// MaxDsts bounds the lnx fi_addrs SetDst maps.
+const MaxDsts = C.LNX_PEP_DSTS
+
+// SetDst tells C the core fi_addr of lnx fi_addr a (< MaxDsts), to which
+// C then sends small messages itself while lent (lnx_pep_send_lent);
+// known false: C leaves sends to a to Go. Any time (C reads it
+// atomically).
+func (ep *EP) SetDst(a, core uint64, known bool) {
+	if !known {
+		core = uint64(C.LNX_PEP_NOSRC)
+	}
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&ep.c.dst[a])), core)
+}
+
+// SetTx says whether C may send through the core while lent. Only while
+// not lent.
+func (ep *EP) SetTx(on bool) {
+	var v C.uint32_t
+	if on {
+		v = 1
+	}
+	ep.c.tx_on = v
+}
+
+// TakeTx returns and clears the messages C sent through the core while
+// lent, and their bytes. Only while not lent.
+func (ep *EP) TakeTx() (msgs, bytes uint64) {
+	msgs, bytes = uint64(ep.c.tx_msgs), uint64(ep.c.tx_bytes)
+	ep.c.tx_msgs, ep.c.tx_bytes = 0, 0
+	return msgs, bytes
 }
 
 // Adopt drains the completions written while lent, then hands each

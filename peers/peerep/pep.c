@@ -187,8 +187,10 @@ static ssize_t own_cq_write(struct lnx_peer_cq *cq, void *context, uint64_t flag
 		return 0;
 	if (c->entry)
 		c->entry->pe.context = 0;
-	if (c->c_recv && p->arm) {
-		/* A receive C matched, completed inside C's poll. */
+	if (c->c_recv && p->arm && !p->sending) {
+		/* A receive C matched, completed inside C's poll (not inside
+		 * C's send, which may hold the CQ ring's lock already: Go
+		 * writes that one). */
 		uint64_t f = flags & (FI_RECV | FI_TAGGED | FI_MSG | FI_REMOTE_CQ_DATA);
 		if (p->ops->put(p->arm, p->serial, c->c_ctx, c->c_buf, f, len,
 				f & FI_REMOTE_CQ_DATA ? data : 0, f & FI_TAGGED ? tag : 0,
@@ -341,6 +343,8 @@ struct lnx_pep *lnx_pep_open(struct fid_domain *dom, struct fi_info *info, const
 	p->stash_end = &p->stash;
 	for (int i = 0; i < LNX_PEP_SRCS; i++)
 		p->src[i] = LNX_PEP_NOSRC;
+	for (int i = 0; i < LNX_PEP_DSTS; i++)
+		p->dst[i] = LNX_PEP_NOSRC;
 	p->inject = info->tx_attr ? info->tx_attr->inject_size : 0;
 	p->tx_iov = info->tx_attr ? info->tx_attr->iov_limit : 1;
 	p->cq_data = info->domain_attr ? info->domain_attr->cq_data_size : 0;
@@ -627,6 +631,43 @@ int lnx_pep_take(void *pep, struct lnx_arm *a, int serial, const struct lnx_pep_
 	if ((n < 0 && n != -FI_EAGAIN) || lnx_pep_held(p))
 		*go = 1;
 	return p->took;
+}
+
+size_t lnx_pep_inject_size(const void *pep)
+{
+	return ((const struct lnx_pep *)pep)->inject;
+}
+
+int lnx_pep_send_lent(void *pep, struct lnx_arm *a, int serial, const struct lnx_pep_arm_ops *ops,
+		      uint64_t dest, int tagged, const void *buf, size_t len, uint64_t tag,
+		      uint64_t data, int has_data)
+{
+	struct lnx_pep *p = pep;
+	uint64_t fa;
+	ssize_t ret;
+	if (!__atomic_load_n(&p->tx_on, __ATOMIC_RELAXED) || len > p->inject ||
+	    dest >= LNX_PEP_DSTS ||
+	    (fa = __atomic_load_n(&p->dst[dest], __ATOMIC_ACQUIRE)) == LNX_PEP_NOSRC)
+		return -1;
+	/* What the core calls back inside (a message read, a completion)
+	 * is treated as inside lnx_pep_take: left to Go, never into Go. */
+	p->arm = a;
+	p->ops = ops;
+	p->serial = serial;
+	p->sending = 1;
+	if (tagged)
+		ret = has_data ? fi_tinjectdata(p->ep, buf, len, data, fa, tag) :
+				 fi_tinject(p->ep, buf, len, fa, tag);
+	else
+		ret = has_data ? fi_injectdata(p->ep, buf, len, data, fa) :
+				 fi_inject(p->ep, buf, len, fa);
+	p->sending = 0;
+	p->arm = NULL;
+	if (ret)
+		return -1;
+	p->tx_msgs++;
+	p->tx_bytes += len;
+	return 0;
 }
 
 struct lnx_pentry *lnx_pep_stash_pop(struct lnx_pep *p, int *tagged)

@@ -6,7 +6,8 @@
 # 2.0 to 2.2 both processes must print the peer API's line, with sends and
 # receives on it; elsewhere (1.17) lnx keeps the transport adapter: no
 # such line, and the test reports a skip (77) once the program passed.
-# PEER_PATH_IN_C (below) asks for receives completed in C as well.
+# PEER_PATH_IN_C (below) asks for receives completed in C as well, and
+# PEER_PATH_SENT_IN_C for sends made in C.
 export FI_LNX_PEER_API=1 FI_LNX_DUMP_STATS=1
 out=$("$@" 2>&1)
 rc=$?
@@ -38,6 +39,22 @@ case "$ver" in
 			END { print "peer_path: " n " core lines, " q + 0 " with a tenth received in C, at most " best + 0
 			      exit !(want == "tenth" ? n >= 2 && q == n : best >= want) }' ||
 			{ echo "peer_path: FAIL: receives were not completed in C ($PEER_PATH_IN_C)"; exit 1; }
+	fi
+	# PEER_PATH_SENT_IN_C=tenth: both processes' peer API lines must
+	# count at least a tenth of their sends and injects sent by lnx's C
+	# layer (", N sent in C": the core lent to C); =N: some line at
+	# least N.
+	if [ -n "${PEER_PATH_SENT_IN_C:-}" ]; then
+		echo "$out" | awk -v want="$PEER_PATH_SENT_IN_C" '/peer API: sends/ {
+			c = 0; s = 0
+			for (i = 1; i < NF; i++) {
+				if ($i == "sends" || $i == "injects") s += $(i + 1)
+				if ($(i + 1) == "sent" && $(i + 2) == "in") c = $i
+			}
+			n++; if (c * 10 >= s && s > 0) q++; if (c > best) best = c }
+			END { print "peer_path: " n " peer API lines, " q + 0 " with a tenth sent in C, at most " best + 0
+			      exit !(want == "tenth" ? n >= 2 && q == n : best >= want) }' ||
+			{ echo "peer_path: FAIL: sends were not sent in C ($PEER_PATH_SENT_IN_C)"; exit 1; }
 	fi
 	;;
 *)
