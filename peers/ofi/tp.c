@@ -330,7 +330,9 @@ int lnx_tp_send_eager(void *tp, uint32_t flags, uint64_t tag, uint64_t data, con
 	size_t total = LNX_HDR_EAGER + len;
 	if (!l->tx_on || (l->window && l->credits <= 0))
 		return -1;
-	if (len > l->tx_eager_max)
+	/* Above the eager limit, or injected by the core alone but not behind
+	 * the header (Go's SendMR decides alike): a tagged eager message. */
+	if (len > l->tx_eager_max || (total > t->inject && len <= l->te_max))
 		return lnx_tp_send_te(t, flags, tag, data, buf, len);
 	if (!b || total > t->stage_len)
 		return -1;
