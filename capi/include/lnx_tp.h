@@ -43,8 +43,9 @@
 #define LNX_TE_IGNORE	 ((1ull << 62) - 1)
 #define LNX_TE_FLAG_BITS 8
 #define LNX_TE_DATA_BITS 22
-/* Tagged eager receives posted per peer (tp_tagged.go's teBufs). */
-#define LNX_TE_BUFS 2
+/* The most tagged eager receives posted per peer (tp_tagged.go's
+ * teBufsMax). */
+#define LNX_TE_BUFS 16
 /* Messages C may take in one lending whose bounce buffers it could not
  * repost itself (the core said -FI_EAGAIN): those wait for Go. */
 #define LNX_LEND_TAKES 32

@@ -383,3 +383,48 @@ func TestTaggedEagerFitsAlone(t *testing.T) {
 		t.Fatalf("%d tagged eager injects (want 4), %d sent by C (want 2): %+v", got, s.SentByC-before.SentByC, s)
 	}
 }
+
+// TestTaggedEagerWindow: over a core that injects a payload alone but not
+// behind lnx's header (inject size 4096, below the eager limit), the
+// receiver posts teBufsMax tagged eager receives for its peer instead of
+// teBufs, so that a window of such payloads finds receives posted rather
+// than the core's unexpected queue; a window of twice that many, sent
+// before the receiver polls, arrives whole and in order.
+func TestTaggedEagerWindow(t *testing.T) {
+	const inject = 4096
+	saved := WantInject
+	WantInject = [len(WantInject)]int{inject, inject, inject}
+	defer func() { WantInject = saved }()
+	a, b, ab, ba := pair(t, testCfg)
+	if a.t.inject != inject {
+		t.Skipf("core inject size %d, not the %d asked", a.t.inject, inject)
+	}
+	send(t, b, ba, Hdr{Tag: 1}, [][]byte{[]byte("hi")}, 1, a)
+	pump(t, "hello", func() bool { return len(a.arr) == 1 }, a, b)
+	a.arr = nil
+	if s := b.t.Stats(); s.TaggedRecvs != teBufsMax {
+		t.Fatalf("receiver posted %d tagged eager receives for its peer, want %d", s.TaggedRecvs, teBufsMax)
+	}
+	const n = 2 * teBufsMax
+	src := mmapBuf(t, n*inject)
+	fill(src, 47)
+	before := a.t.Stats()
+	for i := 0; i < n; i++ {
+		// Only the sender polls (for credits), so the receiver's
+		// receives are all the core has for the window.
+		send(t, a, ab, Hdr{Tag: uint64(100 + i), Data: uint64(i)}, [][]byte{src[i*inject : (i+1)*inject]}, uint64(100+i))
+	}
+	if got := a.t.Stats().TaggedInjected - before.TaggedInjected; got != n {
+		t.Fatalf("%d tagged eager injects, want %d", got, n)
+	}
+	pump(t, "the window", func() bool { return len(b.arr) == n }, a, b)
+	for i, g := range b.arr {
+		if g.hdr != (Hdr{Tag: uint64(100 + i), Data: uint64(i)}) || g.size != inject || g.src != a.t.ID() ||
+			!bytes.Equal(g.data, src[i*inject:(i+1)*inject]) {
+			t.Fatalf("message %d: hdr %+v size %d src %x", i, g.hdr, g.size, g.src)
+		}
+	}
+	if s := b.t.Stats(); s.TaggedRecvs != teBufsMax {
+		t.Fatalf("receiver has %d tagged eager receives after the window, want %d", s.TaggedRecvs, teBufsMax)
+	}
+}

@@ -162,8 +162,8 @@ type lendState struct {
 	oweMax     uint32 // credits owed that Go returns itself
 	txEagerMax uint64 // the peer's eager limit (Peer.eagerMax)
 	teMax      uint64 // the largest tagged eager payload C may inject (0: none)
-	teOp       [teBufs]uint32
-	teBuf      [teBufs]unsafe.Pointer // C memory
+	teOp       [teBufsMax]uint32
+	teBuf      [teBufsMax]unsafe.Pointer // C memory
 	teCap      uint64
 
 	took     []uint32 // back: the bounce slots of the messages C took and did not repost
@@ -173,7 +173,12 @@ type lendState struct {
 }
 
 // noTE: no tagged eager receives for C.
-var noTE = [teBufs]uint32{^uint32(0), ^uint32(0)}
+var noTE = func() (a [teBufsMax]uint32) {
+	for j := range a {
+		a[j] = ^uint32(0)
+	}
+	return a
+}()
 
 // lend starts a lending with s.
 func (k *core) lend(s *lendState) {
@@ -254,7 +259,7 @@ var (
 	_ = [1]struct{}{}[teIgnore-C.LNX_TE_IGNORE]
 	_ = [1]struct{}{}[teFlagsN-C.LNX_TE_FLAG_BITS]
 	_ = [1]struct{}{}[teDataN-C.LNX_TE_DATA_BITS]
-	_ = [1]struct{}{}[teBufs-C.LNX_TE_BUFS]
+	_ = [1]struct{}{}[teBufsMax-C.LNX_TE_BUFS]
 )
 
 // reads is the number of fi_cq_read calls made on the core CQ so far.
