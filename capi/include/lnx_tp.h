@@ -78,6 +78,7 @@ struct lnx_tp_lend {
 	uint64_t eager_max; /* Go: largest eager payload */
 	uint8_t *bounce;    /* Go: the bounce buffers */
 	int32_t stashed;    /* C: events in evs Go has not seen; Go clears it */
+	uint32_t head;	    /* C: the first of them (C took those before) */
 	uint32_t took;	    /* C: messages it took, not reposted yet (at most LNX_LEND_TAKES) */
 	uint32_t took_op[LNX_LEND_TAKES]; /* C: their bounce slots, for C or Go to repost */
 	uint32_t reposted;		  /* C: messages it took whose bounce buffers it reposted */
