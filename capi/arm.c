@@ -353,13 +353,13 @@ static int lnx_arm_tx_out(const struct lnx_arm *a)
 /* lnx_arm_take_net: lnx_arm_take's network part (a->lock held): read the
  * lent transport's core CQ and complete one receive; what C cannot
  * complete stays stashed for Go. Returns 1 when it completed one, 0 when
- * the core had nothing, or LNX_ARM_GO when the stash needs Go. One message
- * per read: C takes a stash of exactly one event (lnx_tp_look), so the
- * core's CQ was empty after the read that found it, and another peek would
- * only repost its bounce buffer and run the core's progress again between
- * the message and its completion reaching the caller (a caller that reads
- * many at a time, as Open MPI's ofi MTL reads up to 100, paid a whole core
- * poll per message for it). */
+ * the core had nothing, or LNX_ARM_GO when the stash needs Go. C takes the
+ * stash's events one at a time (lnx_tp_look): the next peek returns what
+ * is left of the stash without reading the core, so a window's messages
+ * that one read found are completed in C, one core read for all of them;
+ * the core is read again only once the stash is empty (a caller that
+ * reads many at a time, as Open MPI's ofi MTL reads up to 100, paid a
+ * whole core poll per message before). */
 static int lnx_arm_take_net(struct lnx_arm *a, int serial)
 {
 	void *t = (void *)a->net;
@@ -368,7 +368,7 @@ static int lnx_arm_take_net(struct lnx_arm *a, int serial)
 		return 0;
 	struct lnx_tp_msg m;
 	int32_t i;
-	if (n != 1 || !lnx_tp_look(t, &m) ||
+	if (n < 1 || !lnx_tp_look(t, &m) ||
 	    (i = lnx_arm_claim(a, serial, m.flags, m.tag, a->net_src, m.size)) < 0)
 		return LNX_ARM_GO;
 	lnx_copy_payload(a->s[i].buf, m.payload, m.size);

@@ -43,8 +43,9 @@
 #define LNX_TE_IGNORE	 ((1ull << 62) - 1)
 #define LNX_TE_FLAG_BITS 8
 #define LNX_TE_DATA_BITS 22
-/* Tagged eager receives posted per peer (tp_tagged.go's teBufs). */
-#define LNX_TE_BUFS 2
+/* The most tagged eager receives posted per peer (tp_tagged.go's
+ * teBufsMax). */
+#define LNX_TE_BUFS 16
 /* Messages C may take in one lending whose bounce buffers it could not
  * repost itself (the core said -FI_EAGAIN): those wait for Go. */
 #define LNX_LEND_TAKES 32
@@ -77,6 +78,7 @@ struct lnx_tp_lend {
 	uint64_t eager_max; /* Go: largest eager payload */
 	uint8_t *bounce;    /* Go: the bounce buffers */
 	int32_t stashed;    /* C: events in evs Go has not seen; Go clears it */
+	uint32_t head;	    /* C: the first of them (C took those before) */
 	uint32_t took;	    /* C: messages it took, not reposted yet (at most LNX_LEND_TAKES) */
 	uint32_t took_op[LNX_LEND_TAKES]; /* C: their bounce slots, for C or Go to repost */
 	uint32_t reposted;		  /* C: messages it took whose bounce buffers it reposted */

@@ -27,10 +27,11 @@ struct lnx_tp_msg {
  * negative fi_errno if the CQ failed (Go reads it again and reports). */
 int lnx_tp_peek(void *tp);
 
-/* Describes the stash if it is exactly one eager message of the lent
+/* Describes the stash's first event if it is an eager message of the lent
  * peer, next in that peer's order, and C may take one more (none that
  * would make Go owe the sender a credit message, nor more than a bounded
- * number whose bounce buffers wait for Go): 1, else 0. */
+ * number whose bounce buffers wait for Go): 1, else 0. The rest of the
+ * stash stays for the next lnx_tp_peek (or Go), in CQ order. */
 int lnx_tp_look(void *tp, struct lnx_tp_msg *m);
 
 /* Takes the message lnx_tp_look described, once the caller has copied its

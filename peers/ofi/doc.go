@@ -79,7 +79,11 @@
 //     eager limit goes as one eager core message, as it would without
 //     lnx. One that fits the core's inject size goes with
 //     fi_tinjectdata straight from the caller's piece, and Send returns
-//     done=true with no onSendDone.
+//     done=true with no onSendDone. A payload that the core injects by
+//     itself but not behind the eager header (libfabric shm's 4096-byte
+//     inject: 4057-4096 bytes) goes this way too, below EagerMax; over
+//     such a core a transport keeps 16 receives per peer instead of 2,
+//     for a window of them.
 //   - split (the same sizes where tagged eager does not apply: a peer not
 //     heard from yet, CQ data or flags too wide for the tag,
 //     Config.NoTaggedEager): the RTS header carries a tag, and the data

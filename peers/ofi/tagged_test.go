@@ -301,3 +301,130 @@ func TestLendTakesTaggedEager(t *testing.T) {
 		t.Fatalf("receiver stats %+v", s)
 	}
 }
+
+// TestTaggedEagerFitsAlone: over a core whose inject size holds a payload
+// but not lnx's header with it (libfabric shm: 4096 bytes), such a payload
+// goes as one injected tagged eager message, from Go's Send and from C
+// over the lent transport alike, instead of an eager message the core
+// sends by its protocol for larger ones; one that fits with the header
+// stays eager, one larger than the inject size too. All arrive in order
+// with their data, size, tag, flags, CQ data and source.
+func TestTaggedEagerFitsAlone(t *testing.T) {
+	const inject = 4096
+	saved := WantInject
+	WantInject = [len(WantInject)]int{inject, inject, inject}
+	defer func() { WantInject = saved }()
+	a, b, ab, ba := pair(t, testCfg)
+	if a.t.inject != inject {
+		t.Skipf("core inject size %d, not the %d asked", a.t.inject, inject)
+	}
+	// a hears from b (b has posted its tagged eager receives for a).
+	send(t, b, ba, Hdr{Tag: 1}, [][]byte{[]byte("hi")}, 1, a)
+	pump(t, "hello", func() bool { return len(a.arr) == 1 }, a, b)
+	a.arr = nil
+	src := mmapBuf(t, 8*inject)
+	fill(src, 31)
+	type msg struct {
+		size int
+		h    Hdr
+		te   bool // one injected tagged eager message
+	}
+	msgs := []msg{
+		{inject - hdrEager, Hdr{Tag: 20, Flags: 1, Data: 3}, false}, // eager, injected whole
+		{inject - hdrEager + 1, Hdr{Tag: 21, Flags: 3, Data: 4}, true},
+		{inject, Hdr{Tag: 22, Flags: 1, Data: 5}, true},
+		{inject + 1, Hdr{Tag: 23, Flags: 1, Data: 6}, false},   // eager, by the core's larger protocol
+		{inject, Hdr{Tag: 24, Flags: 1, Data: 1 << 22}, false}, // CQ data too wide for the tag
+	}
+	var offs []int
+	off := 0
+	before := a.t.Stats()
+	// By Go.
+	for _, m := range msgs {
+		done := send(t, a, ab, m.h, [][]byte{src[off : off+m.size]}, m.h.Tag, b)
+		if m.te && !done {
+			t.Fatalf("%d bytes: not injected", m.size)
+		}
+		offs = append(offs, off)
+		off += m.size
+	}
+	s := a.t.Stats()
+	if got := s.TaggedInjected - before.TaggedInjected; got != 2 {
+		t.Fatalf("Go: %d tagged eager injects, want 2: %+v", got, s)
+	}
+	// By C, lent: the two that fit alone.
+	if _, ok := a.t.Lend(ab); !ok {
+		t.Fatal("Lend refused")
+	}
+	all := append([]msg(nil), msgs...)
+	for _, m := range msgs {
+		if !m.te {
+			continue
+		}
+		m.h.Tag += 100
+		if ret := a.t.k.cSendEager(m.h.Flags, m.h.Tag, m.h.Data, src[off:off+m.size]); ret != 0 {
+			t.Fatalf("C declined %d bytes", m.size)
+		}
+		all, offs = append(all, m), append(offs, off)
+		off += m.size
+	}
+	a.t.Reclaim()
+	pump(t, "the messages", func() bool { return len(b.arr) == len(all) }, a, b)
+	for i, m := range all {
+		g := b.arr[i]
+		if g.hdr != m.h || g.size != uint64(m.size) || g.src != a.t.ID() || g.rv != nil ||
+			!bytes.Equal(g.data, src[offs[i]:offs[i]+m.size]) {
+			t.Fatalf("message %d: hdr %+v size %d src %x rndv %v, want %+v %d %x eager", i, g.hdr, g.size,
+				g.src, g.rv != nil, m.h, m.size, a.t.ID())
+		}
+	}
+	s = a.t.Stats()
+	if got := s.TaggedInjected - before.TaggedInjected; got != 4 || s.SentByC-before.SentByC != 2 {
+		t.Fatalf("%d tagged eager injects (want 4), %d sent by C (want 2): %+v", got, s.SentByC-before.SentByC, s)
+	}
+}
+
+// TestTaggedEagerWindow: over a core that injects a payload alone but not
+// behind lnx's header (inject size 4096, below the eager limit), the
+// receiver posts teBufsMax tagged eager receives for its peer instead of
+// teBufs, so that a window of such payloads finds receives posted rather
+// than the core's unexpected queue; a window of twice that many, sent
+// before the receiver polls, arrives whole and in order.
+func TestTaggedEagerWindow(t *testing.T) {
+	const inject = 4096
+	saved := WantInject
+	WantInject = [len(WantInject)]int{inject, inject, inject}
+	defer func() { WantInject = saved }()
+	a, b, ab, ba := pair(t, testCfg)
+	if a.t.inject != inject {
+		t.Skipf("core inject size %d, not the %d asked", a.t.inject, inject)
+	}
+	send(t, b, ba, Hdr{Tag: 1}, [][]byte{[]byte("hi")}, 1, a)
+	pump(t, "hello", func() bool { return len(a.arr) == 1 }, a, b)
+	a.arr = nil
+	if s := b.t.Stats(); s.TaggedRecvs != teBufsMax {
+		t.Fatalf("receiver posted %d tagged eager receives for its peer, want %d", s.TaggedRecvs, teBufsMax)
+	}
+	const n = 2 * teBufsMax
+	src := mmapBuf(t, n*inject)
+	fill(src, 47)
+	before := a.t.Stats()
+	for i := 0; i < n; i++ {
+		// Only the sender polls (for credits), so the receiver's
+		// receives are all the core has for the window.
+		send(t, a, ab, Hdr{Tag: uint64(100 + i), Data: uint64(i)}, [][]byte{src[i*inject : (i+1)*inject]}, uint64(100+i))
+	}
+	if got := a.t.Stats().TaggedInjected - before.TaggedInjected; got != n {
+		t.Fatalf("%d tagged eager injects, want %d", got, n)
+	}
+	pump(t, "the window", func() bool { return len(b.arr) == n }, a, b)
+	for i, g := range b.arr {
+		if g.hdr != (Hdr{Tag: uint64(100 + i), Data: uint64(i)}) || g.size != inject || g.src != a.t.ID() ||
+			!bytes.Equal(g.data, src[i*inject:(i+1)*inject]) {
+			t.Fatalf("message %d: hdr %+v size %d src %x", i, g.hdr, g.size, g.src)
+		}
+	}
+	if s := b.t.Stats(); s.TaggedRecvs != teBufsMax {
+		t.Fatalf("receiver has %d tagged eager receives after the window, want %d", s.TaggedRecvs, teBufsMax)
+	}
+}

@@ -217,8 +217,10 @@ int lnx_tp_peek(void *tp)
 	if (t->lend.stashed)
 		return t->lend.stashed;
 	int n = lnx_tp_drain(t, LNX_EV_MAX);
-	if (n > 0)
+	if (n > 0) {
 		t->lend.stashed = n;
+		t->lend.head = 0;
+	}
 	return n;
 }
 
@@ -244,10 +246,12 @@ int lnx_tp_look(void *tp, struct lnx_tp_msg *m)
 {
 	struct lnx_tp *t = tp;
 	struct lnx_tp_lend *l = &t->lend;
-	if (l->stashed != 1 || l->took >= LNX_LEND_TAKES || !l->peer ||
+	if (l->stashed < 1 || l->took >= LNX_LEND_TAKES || !l->peer ||
 	    (l->owe && l->owed + 1 >= l->owe_max))
 		return 0;
-	const struct lnx_ev *ev = &t->evs[0];
+	/* The stash's first event: a window's messages come several to a
+	 * read, and C takes them one by one in CQ order. */
+	const struct lnx_ev *ev = &t->evs[l->head];
 	if (ev->err || ev->sub != 0)
 		return 0;
 	int j = ev->op >= l->pool ? lnx_tp_te_of(l, ev->op) : -1;
@@ -280,7 +284,7 @@ void lnx_tp_consume(void *tp)
 {
 	struct lnx_tp *t = tp;
 	struct lnx_tp_lend *l = &t->lend;
-	uint32_t op = t->evs[0].op;
+	uint32_t op = t->evs[l->head].op;
 	uint16_t c = 0; /* a tagged eager message returns no credits */
 	if (op < l->pool)
 		memcpy(&c, l->bounce + (uint64_t)op * l->buf_size + 2, 2);
@@ -288,7 +292,8 @@ void lnx_tp_consume(void *tp)
 	 * next lnx_tp_peek (lnx_tp_repost), after the completion. */
 	l->took_op[l->took++] = op;
 	l->rx_seq++;
-	l->stashed = 0;
+	l->head++;
+	l->stashed--;
 	if (l->window) {
 		int64_t v = (int64_t)l->credits + c;
 		l->credits = v > (int64_t)l->window ? (int32_t)l->window : (int32_t)v;
@@ -330,7 +335,9 @@ int lnx_tp_send_eager(void *tp, uint32_t flags, uint64_t tag, uint64_t data, con
 	size_t total = LNX_HDR_EAGER + len;
 	if (!l->tx_on || (l->window && l->credits <= 0))
 		return -1;
-	if (len > l->tx_eager_max)
+	/* Above the eager limit, or injected by the core alone but not behind
+	 * the header (Go's SendMR decides alike): a tagged eager message. */
+	if (len > l->tx_eager_max || (total > t->inject && len <= l->te_max))
 		return lnx_tp_send_te(t, flags, tag, data, buf, len);
 	if (!b || total > t->stage_len)
 		return -1;

@@ -32,6 +32,7 @@ type core struct {
 	c   *C.struct_lnx_tp
 	ops []C.struct_lnx_op // view of c.ops
 	evs []C.struct_lnx_ev // view of c.evs
+	ev0 int               // the first event of the last read in evs (after those C took)
 }
 
 func openCore(d *Domain, nops, cqSize int, src []byte) (core, error) {
@@ -70,7 +71,7 @@ func (k *core) cqData() int { return int(k.c.cq_data) }
 
 // evTagData is the tag and CQ data of completion i of the last drain.
 func (k *core) evTagData(i int) (tag, data uint64) {
-	e := &k.evs[i]
+	e := &k.evs[k.ev0+i]
 	return uint64(e.tag), uint64(e.data)
 }
 
@@ -121,13 +122,17 @@ func (k *core) avInsert(name []byte) (uint64, error) {
 	return uint64(a), nil
 }
 
-func (k *core) drain(max int) int { return int(C.lnx_tp_drain(k.c, C.int(max))) }
+func (k *core) drain(max int) int {
+	k.ev0 = 0
+	return int(C.lnx_tp_drain(k.c, C.int(max)))
+}
 
 // next reads up to max completions like drain, except that events C read
 // while the transport was lent (the stash) come first.
 func (k *core) next(max int) int {
 	if s := k.c.lend.stashed; s != 0 {
-		k.c.lend.stashed = 0
+		k.ev0 = int(k.c.lend.head)
+		k.c.lend.stashed, k.c.lend.head = 0, 0
 		return int(s)
 	}
 	return k.drain(max)
@@ -162,8 +167,8 @@ type lendState struct {
 	oweMax     uint32 // credits owed that Go returns itself
 	txEagerMax uint64 // the peer's eager limit (Peer.eagerMax)
 	teMax      uint64 // the largest tagged eager payload C may inject (0: none)
-	teOp       [teBufs]uint32
-	teBuf      [teBufs]unsafe.Pointer // C memory
+	teOp       [teBufsMax]uint32
+	teBuf      [teBufsMax]unsafe.Pointer // C memory
 	teCap      uint64
 
 	took     []uint32 // back: the bounce slots of the messages C took and did not repost
@@ -173,7 +178,12 @@ type lendState struct {
 }
 
 // noTE: no tagged eager receives for C.
-var noTE = [teBufs]uint32{^uint32(0), ^uint32(0)}
+var noTE = func() (a [teBufsMax]uint32) {
+	for j := range a {
+		a[j] = ^uint32(0)
+	}
+	return a
+}()
 
 // lend starts a lending with s.
 func (k *core) lend(s *lendState) {
@@ -254,7 +264,7 @@ var (
 	_ = [1]struct{}{}[teIgnore-C.LNX_TE_IGNORE]
 	_ = [1]struct{}{}[teFlagsN-C.LNX_TE_FLAG_BITS]
 	_ = [1]struct{}{}[teDataN-C.LNX_TE_DATA_BITS]
-	_ = [1]struct{}{}[teBufs-C.LNX_TE_BUFS]
+	_ = [1]struct{}{}[teBufsMax-C.LNX_TE_BUFS]
 )
 
 // reads is the number of fi_cq_read calls made on the core CQ so far.
@@ -334,7 +344,7 @@ func (k *core) hdrPtr(op uint32) unsafe.Pointer { return unsafe.Pointer(&k.ops[o
 
 // ev returns completion i of the last drain.
 func (k *core) ev(i int) (op uint32, sub int, errno, provErr int, n, olen uint64) {
-	e := &k.evs[i]
+	e := &k.evs[k.ev0+i]
 	return uint32(e.op), int(e.sub), int(e.err), int(e.prov_err), uint64(e.len), uint64(e.olen)
 }
 

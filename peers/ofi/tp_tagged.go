@@ -18,8 +18,9 @@ import (
 // application's own message of that size, instead of a header and a data
 // message (split, tp_split.go) or a rendezvous.
 //
-// Each receiver keeps teBufs tagged receives of SplitMax bytes posted per
-// peer it has connected to, directed at that peer (so the completion
+// Each receiver keeps teN tagged receives of SplitMax bytes posted per
+// peer it has connected to (teBufs, or teBufsMax over a core whose inject
+// size is within lnx's header of the eager limit, see teCount), directed at that peer (so the completion
 // names the sender) and matching only the tagged eager class of tags.
 // A sender uses the form only towards a peer it has heard from: that peer
 // has connected to it, and so has posted (or, short of operation slots,
@@ -33,8 +34,26 @@ import (
 // and Config.NoTaggedEager, so all transports of a job must agree on the
 // latter.
 
-// teBufs is the number of tagged eager receives posted per peer.
+// teBufs is the number of tagged eager receives posted per peer where
+// tagged eager messages are only the payloads above EagerMax (rare).
 const teBufs = 2
+
+// teBufsMax is the number posted per peer over a core that injects a
+// payload alone but not behind lnx's header below the eager limit
+// (libfabric shm: 4 KiB payloads, tp_send.go's fitsAlone): those go as
+// tagged eager messages, and a window of them (fi_bench's 64, up to the
+// credit window) would otherwise wait in the core's unexpected queue and
+// be copied twice. 16 receives of SplitMax bytes: 256 KiB of C memory and
+// 16 operation slots per peer instead of 32 KiB and 2.
+const teBufsMax = 16
+
+// teCount is the number of tagged eager receives t posts per peer.
+func teCount(inject, eagerMax, splitMax int) int {
+	if inject > hdrEager && inject-hdrEager < eagerMax && inject <= splitMax {
+		return teBufsMax
+	}
+	return teBufs
+}
 
 // shmTagBug says whether d is libfabric's shm from before 2.0. libfabric
 // 1.17's shm (its own shared receive context) matches a tagged receive
@@ -69,7 +88,7 @@ func (t *Transport) postTE(p *Peer) {
 	if !t.te || !p.hasAddr || p.dead {
 		return
 	}
-	for p.teOps < teBufs {
+	for p.teOps < t.teN {
 		idx := t.alloc(kTE, false)
 		if idx < 0 {
 			t.teNeed = append(t.teNeed, p)
@@ -99,7 +118,7 @@ func (t *Transport) runTENeed() {
 	q := t.teNeed
 	t.teNeed = nil
 	for _, p := range q {
-		if p.teOps < teBufs {
+		if p.teOps < t.teN {
 			t.postTE(p)
 		}
 	}

@@ -303,7 +303,7 @@ type Peer struct {
 	// receives are posted (or due) for its messages to us.
 	heardFrom bool
 	teOps     int
-	teSlot    [teBufs]uint32 // those receives' op slots plus one (0: none), for C (tp_lend.go)
+	teSlot    [teBufsMax]uint32 // those receives' op slots plus one (0: none), for C (tp_lend.go)
 }
 
 // ID returns the peer's transport id.
@@ -396,6 +396,7 @@ type Transport struct {
 	inject   int
 	te       bool    // tagged eager messages (tp_tagged.go)
 	teNeed   []*Peer // peers still short of tagged eager receives
+	teN      int     // tagged eager receives per peer (teCount)
 	txIOV    int
 	rxIOV    int
 	bufSize  int
@@ -563,6 +564,7 @@ func newTransport(d *Domain, cfg Config) (*Transport, error) {
 	// Tagged eager messages need the core's tagged receives directed at
 	// a source and 8 bytes of CQ data (the caller's tag).
 	t.te = !cfg.NoTaggedEager && cfg.SplitMax > cfg.EagerMax && k.cqData() >= 8 && !shmTagBug(d)
+	t.teN = teCount(inject, cfg.EagerMax, cfg.SplitMax)
 	if cfg.SrcName != nil {
 		t.id = NameID(name)
 	}
