@@ -70,8 +70,9 @@ static void want_recv(struct peer *p, void *ctx, uint64_t tag, uint64_t data, si
 	EXPECT(e.len == len, "%s: len %zu, want %zu", what, e.len, len);
 	EXPECT(e.tag == tag, "%s: tag %#llx, want %#llx", what, (unsigned long long)e.tag,
 	       (unsigned long long)tag);
-	EXPECT((e.flags & FI_REMOTE_CQ_DATA) && e.data == data, "%s: data %#llx (flags %#llx), want %#llx",
-	       what, (unsigned long long)e.data, (unsigned long long)e.flags, (unsigned long long)data);
+	EXPECT((e.flags & FI_REMOTE_CQ_DATA) && e.data == data,
+	       "%s: data %#llx (flags %#llx), want %#llx", what, (unsigned long long)e.data,
+	       (unsigned long long)e.flags, (unsigned long long)data);
 	EXPECT(src == peer_addr(p), "%s: source %#llx, want %#llx", what, (unsigned long long)src,
 	       (unsigned long long)peer_addr(p));
 }
@@ -83,8 +84,9 @@ static void want_send(struct peer *p, void *ctx, const char *what)
 	int r = wait_cq(p->l.cq, &e, NULL, NULL, WAIT_MS);
 	if (r)
 		FAIL("%s: waiting for a send completion: %d (%s)", what, r, fi_strerror(-r));
-	EXPECT(e.op_context == ctx && (e.flags & FI_SEND), "%s: send completion %p flags %#llx, want %p",
-	       what, e.op_context, (unsigned long long)e.flags, ctx);
+	EXPECT(e.op_context == ctx && (e.flags & FI_SEND),
+	       "%s: send completion %p flags %#llx, want %p", what, e.op_context,
+	       (unsigned long long)e.flags, ctx);
 }
 
 static void ping_a(struct peer *p, uint8_t *sb, uint8_t *rb)
@@ -95,7 +97,8 @@ static void ping_a(struct peer *p, uint8_t *sb, uint8_t *rb)
 		memset(rb + LEN, GUARD_VAL, GUARD);
 		POST(p->l.cq, fi_trecv(p->l.ep, rb, LEN, NULL, peer_addr(p), T_PONG | i, 0, &rc));
 		fill(sb, i);
-		POST(p->l.cq, fi_tsenddata(p->l.ep, sb, LEN, NULL, i, peer_addr(p), T_PING | i, &sc));
+		POST(p->l.cq,
+		     fi_tsenddata(p->l.ep, sb, LEN, NULL, i, peer_addr(p), T_PING | i, &sc));
 		want_send(p, &sc, "ping");
 		want_recv(p, &rc, T_PONG | i, ~i, LEN, "pong");
 		check(rb, ~i, "pong");
@@ -112,7 +115,8 @@ static void ping_b(struct peer *p, uint8_t *sb, uint8_t *rb)
 		want_recv(p, &rc, T_PING | i, i, LEN, "ping");
 		check(rb, i, "ping");
 		fill(sb, ~i);
-		POST(p->l.cq, fi_tsenddata(p->l.ep, sb, LEN, NULL, ~i, peer_addr(p), T_PONG | i, &sc));
+		POST(p->l.cq,
+		     fi_tsenddata(p->l.ep, sb, LEN, NULL, ~i, peer_addr(p), T_PONG | i, &sc));
 		want_send(p, &sc, "pong");
 	}
 }
@@ -128,25 +132,27 @@ static void role_a(struct peer *p, void *arg)
 		POST(p->l.cq, fi_trecv(p->l.ep, NULL, 0, NULL, peer_addr(p), T_GO | w, 0, &gc));
 		struct fi_cq_tagged_entry e;
 		int r = wait_cq(p->l.cq, &e, NULL, NULL, WAIT_MS);
-		EXPECT(r == 0 && e.op_context == &gc && e.tag == (T_GO | w), "window %llu: go-ahead (%d)",
-		       (unsigned long long)w, r);
+		EXPECT(r == 0 && e.op_context == &gc && e.tag == (T_GO | w),
+		       "window %llu: go-ahead (%d)", (unsigned long long)w, r);
 		int sends = 0;
 		for (int k = 0; k < WIN; k++) {
 			uint64_t seq = w * WIN + (uint64_t)k;
 			uint8_t *b = sb + (size_t)k * (LEN + GUARD);
 			fill(b, seq);
 			if (k & 1) {
-				POST(p->l.cq, fi_tinjectdata(p->l.ep, b, LEN, seq, peer_addr(p), T_WIN | seq));
+				POST(p->l.cq, fi_tinjectdata(p->l.ep, b, LEN, seq, peer_addr(p),
+							     T_WIN | seq));
 			} else {
-				POST(p->l.cq, fi_tsenddata(p->l.ep, b, LEN, NULL, seq, peer_addr(p), T_WIN | seq,
-							   &sc[k]));
+				POST(p->l.cq, fi_tsenddata(p->l.ep, b, LEN, NULL, seq, peer_addr(p),
+							   T_WIN | seq, &sc[k]));
 				sends++;
 			}
 		}
 		for (int k = 0; k < sends; k++) {
 			r = wait_cq(p->l.cq, &e, NULL, NULL, WAIT_MS);
-			EXPECT(r == 0 && (e.flags & FI_SEND), "window %llu: send completion %d of %d (%d)",
-			       (unsigned long long)w, k, sends, r);
+			EXPECT(r == 0 && (e.flags & FI_SEND),
+			       "window %llu: send completion %d of %d (%d)", (unsigned long long)w,
+			       k, sends, r);
 		}
 	}
 	barrier(p);
@@ -205,6 +211,7 @@ int main(int argc, char **argv)
 	role_fn roles[2] = { role_a, role_b };
 	int rc = run_group("go_quiet", &o, 2, roles, NULL, 110);
 	if (rc == 0)
-		note("go_quiet: %d ping-pongs and %d windows of %d messages checked", PINGS, WINS, WIN);
+		note("go_quiet: %d ping-pongs and %d windows of %d messages checked", PINGS, WINS,
+		     WIN);
 	return rc;
 }
