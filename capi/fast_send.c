@@ -231,6 +231,17 @@ out:
 	return ret;
 }
 
+/* After a fast send into a completion ring reserved for it (cr, locked):
+ * its send completion when it went (ret 0), then the ring's lock back. */
+static void fast_send_done(struct lnx_cring *cr, int serial, ssize_t ret, void *ctx, int kind)
+{
+	if (ret == 0)
+		lnx_cring_put(cr, ctx, NULL,
+			      FI_SEND | ((kind & LNX_OP_TAGGED) ? FI_TAGGED : FI_MSG), 0, 0, 0,
+			      FI_ADDR_NOTAVAIL);
+	lnx_unlock(&cr->lock, serial);
+}
+
 /*
  * lnx_fast_send_pep sends a message to a peer reached over a peer-API core
  * lent to C (struct lnx_arm's pep; lnx/core_peer.go) with the core's
@@ -274,13 +285,8 @@ static ssize_t lnx_fast_send_pep(struct lnx_fast *f, int serial, const struct io
 	if (lnx_pep_send_lent((void *)a->pep, a, serial, &lnx_arm_pep_ops, dest,
 			      (kind & LNX_OP_TAGGED) != 0, buf, len, tag, data, has_data) == 0)
 		ret = 0;
-	if (want_cq) {
-		if (ret == 0)
-			lnx_cring_put(cr, ctx, NULL,
-				      FI_SEND | ((kind & LNX_OP_TAGGED) ? FI_TAGGED : FI_MSG), 0, 0,
-				      0, FI_ADDR_NOTAVAIL);
-		lnx_unlock(&cr->lock, serial);
-	}
+	if (want_cq)
+		fast_send_done(cr, serial, ret, ctx, kind);
 out:
 	lnx_unlock(&a->lock, serial);
 	return ret;
@@ -343,12 +349,7 @@ ssize_t lnx_fast_send(struct lnx_fast *f, int serial, const struct iovec *iov, s
 		return LNX_FAST_DECLINED;
 	ssize_t ret = s ? lnx_fast_put_shm(s, serial, hflags, tag, data, buf, len) :
 			  lnx_fast_put_net(a, serial, dest, hflags, tag, data, buf, len);
-	if (want_cq) {
-		if (ret == 0)
-			lnx_cring_put(cr, ctx, NULL,
-				      FI_SEND | ((kind & LNX_OP_TAGGED) ? FI_TAGGED : FI_MSG), 0, 0,
-				      0, FI_ADDR_NOTAVAIL);
-		lnx_unlock(&cr->lock, serial);
-	}
+	if (want_cq)
+		fast_send_done(cr, serial, ret, ctx, kind);
 	return ret;
 }

@@ -426,6 +426,18 @@ ssize_t lnx_pep_progress(struct lnx_pep *p)
 	return n;
 }
 
+/* The core's inject call for a message's kind: tagged or not, with CQ
+ * data or not (fi_*injectdata). */
+static ssize_t pep_inject(struct lnx_pep *p, int tagged, const void *buf, size_t len, int has_data,
+			  uint64_t data, fi_addr_t dest, uint64_t tag)
+{
+	if (tagged)
+		return has_data ? fi_tinjectdata(p->ep, buf, len, data, dest, tag) :
+				  fi_tinject(p->ep, buf, len, dest, tag);
+	return has_data ? fi_injectdata(p->ep, buf, len, data, dest) :
+			  fi_inject(p->ep, buf, len, dest);
+}
+
 ssize_t lnx_pep_send(struct lnx_pep *p, int tagged, void **base, size_t *len, int n, uint64_t dest,
 		     uint64_t tag, uint64_t data, int has_data, int inject, uint64_t id)
 {
@@ -454,12 +466,7 @@ ssize_t lnx_pep_send(struct lnx_pep *p, int tagged, void **base, size_t *len, in
 			}
 			b = small;
 		}
-		if (tagged)
-			ret = has_data ? fi_tinjectdata(p->ep, b, total, data, dest, tag) :
-					 fi_tinject(p->ep, b, total, dest, tag);
-		else
-			ret = has_data ? fi_injectdata(p->ep, b, total, data, dest) :
-					 fi_inject(p->ep, b, total, dest);
+		ret = pep_inject(p, tagged, b, total, has_data, data, dest, tag);
 		return ret ? ret : 1;
 	}
 copy:
@@ -655,12 +662,7 @@ int lnx_pep_send_lent(void *pep, struct lnx_arm *a, int serial, const struct lnx
 	p->ops = ops;
 	p->serial = serial;
 	p->sending = 1;
-	if (tagged)
-		ret = has_data ? fi_tinjectdata(p->ep, buf, len, data, fa, tag) :
-				 fi_tinject(p->ep, buf, len, fa, tag);
-	else
-		ret = has_data ? fi_injectdata(p->ep, buf, len, data, fa) :
-				 fi_inject(p->ep, buf, len, fa);
+	ret = pep_inject(p, tagged, buf, len, has_data, data, fa, tag);
 	p->sending = 0;
 	p->arm = NULL;
 	if (ret)
