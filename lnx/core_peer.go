@@ -185,18 +185,10 @@ func (c *peerCore) lend(a *armMem, _ uint64) bool {
 	}
 	c.sync()
 	c.lendSrcs()
-	c.ep.SetTx(c.e.pepSendable())
+	c.ep.SetTx(c.e.cSendable()) // statistics allowed: C counts its sends (takeBack adds them)
 	a.pep = uintptr(c.ep.Ptr())
 	c.lent = true
 	return true
-}
-
-// pepSendable says whether C may send over a lent peer core
-// (lnx_fast_send_pep): as for the fast send path (refreshFast), only
-// where Endpoint.Send would do nothing C cannot; statistics allowed, C
-// counts its sends (takeBack adds them).
-func (e *Endpoint) pepSendable() bool {
-	return e.enabled && !e.hmemOn && e.txCQ != nil && e.cntrs[fi.SEND] == nil && e.cfg().FastSend
 }
 
 // takeBack: what C left to Go is adopted at the end of disarm (adopt),

@@ -42,16 +42,22 @@ func (e *Endpoint) SetFast(p unsafe.Pointer, mrOf func(uintptr) *MR) {
 	e.unlock()
 }
 
-// refreshFast recomputes whether C may send by itself (e locked): only
-// where Endpoint.Send would do nothing C cannot, i.e. host memory (no
-// device runtime to consult), no send counter, no statistics.
+// cSendable says whether C may send by itself (e locked): only where
+// Endpoint.Send would do nothing C cannot, i.e. host memory (no device
+// runtime to consult), a transmit CQ and no send counter.
+func (e *Endpoint) cSendable() bool {
+	return e.enabled && !e.hmemOn && e.txCQ != nil && e.cntrs[fi.SEND] == nil && e.cfg().FastSend
+}
+
+// refreshFast recomputes whether C may send by itself (e locked):
+// cSendable, with a core and no statistics (C's fast sends do not count
+// them; the lent peer core's do, see peerCore.lend).
 func (e *Endpoint) refreshFast() {
 	f := e.fast
 	if f == nil {
 		return
 	}
-	on := e.enabled && len(e.cores) > 0 && !e.hmemOn && e.txCQ != nil && e.cntrs[fi.SEND] == nil &&
-		!e.cfg().DumpStats && e.cfg().FastSend
+	on := len(e.cores) > 0 && !e.cfg().DumpStats && e.cSendable()
 	atomic.StoreUint64(&f.txFlags, e.txFlags)
 	atomic.StoreUint64(&f.injectSize, e.injectSize())
 	sel := uint32(0)
