@@ -302,6 +302,24 @@ func TestLendTakesTaggedEager(t *testing.T) {
 	}
 }
 
+// heardPair opens a pair whose core was asked for an inject size of
+// inject bytes (skipping where it grants another), and lets a hear from b
+// (b has posted its tagged eager receives for a).
+func heardPair(t *testing.T, inject int) (a, b *rec, ab *Peer) {
+	t.Helper()
+	saved := WantInject
+	WantInject = [len(WantInject)]int{inject, inject, inject}
+	t.Cleanup(func() { WantInject = saved })
+	a, b, ab, ba := pair(t, testCfg)
+	if a.t.inject != inject {
+		t.Skipf("core inject size %d, not the %d asked", a.t.inject, inject)
+	}
+	send(t, b, ba, Hdr{Tag: 1}, [][]byte{[]byte("hi")}, 1, a)
+	pump(t, "hello", func() bool { return len(a.arr) == 1 }, a, b)
+	a.arr = nil
+	return a, b, ab
+}
+
 // TestTaggedEagerFitsAlone: over a core whose inject size holds a payload
 // but not lnx's header with it (libfabric shm: 4096 bytes), such a payload
 // goes as one injected tagged eager message, from Go's Send and from C
@@ -311,17 +329,7 @@ func TestLendTakesTaggedEager(t *testing.T) {
 // with their data, size, tag, flags, CQ data and source.
 func TestTaggedEagerFitsAlone(t *testing.T) {
 	const inject = 4096
-	saved := WantInject
-	WantInject = [len(WantInject)]int{inject, inject, inject}
-	defer func() { WantInject = saved }()
-	a, b, ab, ba := pair(t, testCfg)
-	if a.t.inject != inject {
-		t.Skipf("core inject size %d, not the %d asked", a.t.inject, inject)
-	}
-	// a hears from b (b has posted its tagged eager receives for a).
-	send(t, b, ba, Hdr{Tag: 1}, [][]byte{[]byte("hi")}, 1, a)
-	pump(t, "hello", func() bool { return len(a.arr) == 1 }, a, b)
-	a.arr = nil
+	a, b, ab := heardPair(t, inject)
 	src := mmapBuf(t, 8*inject)
 	fill(src, 31)
 	type msg struct {
@@ -392,16 +400,7 @@ func TestTaggedEagerFitsAlone(t *testing.T) {
 // before the receiver polls, arrives whole and in order.
 func TestTaggedEagerWindow(t *testing.T) {
 	const inject = 4096
-	saved := WantInject
-	WantInject = [len(WantInject)]int{inject, inject, inject}
-	defer func() { WantInject = saved }()
-	a, b, ab, ba := pair(t, testCfg)
-	if a.t.inject != inject {
-		t.Skipf("core inject size %d, not the %d asked", a.t.inject, inject)
-	}
-	send(t, b, ba, Hdr{Tag: 1}, [][]byte{[]byte("hi")}, 1, a)
-	pump(t, "hello", func() bool { return len(a.arr) == 1 }, a, b)
-	a.arr = nil
+	a, b, ab := heardPair(t, inject)
 	if s := b.t.Stats(); s.TaggedRecvs != teBufsMax {
 		t.Fatalf("receiver posted %d tagged eager receives for its peer, want %d", s.TaggedRecvs, teBufsMax)
 	}
