@@ -231,6 +231,32 @@ out:
 	return ret;
 }
 
+/* A send's one buffer and what the call and the endpoint's transmit flags
+ * ask of it (kind: LNX_OP_*), as both fast send paths read them. */
+struct fast_msg {
+	const void *buf;
+	size_t len;
+	uint64_t txf; /* the endpoint's transmit op flags */
+	int want_cq;  /* a send completion is due */
+	int has_data; /* with CQ data */
+};
+
+/* fast_msg fills m; 0 when C must decline the send: a NULL buffer with a
+ * length, or an inject over the endpoint's inject size (Go answers it). */
+static inline int fast_msg(const struct lnx_fast *f, const struct iovec *iov, size_t count,
+			   int kind, struct fast_msg *m)
+{
+	m->len = count ? iov[0].iov_len : 0;
+	m->buf = count ? iov[0].iov_base : NULL;
+	m->txf = __atomic_load_n(&f->tx_flags, __ATOMIC_RELAXED);
+	if ((m->len && !m->buf) ||
+	    (((kind & LNX_OP_INJECT) || (m->txf & FI_INJECT)) && m->len > f->inject_size))
+		return 0;
+	m->want_cq = !(kind & LNX_OP_INJECT) && (!f->tx_sel || (m->txf & FI_COMPLETION));
+	m->has_data = (kind & LNX_OP_DATA) || (m->txf & FI_REMOTE_CQ_DATA);
+	return 1;
+}
+
 /* After a fast send into a completion ring reserved for it (cr, locked):
  * its send completion when it went (ret 0), then the ring's lock back. */
 static void fast_send_done(struct lnx_cring *cr, int serial, ssize_t ret, void *ctx, int kind)
@@ -260,15 +286,10 @@ static ssize_t lnx_fast_send_pep(struct lnx_fast *f, int serial, const struct io
 				 void *ctx, int kind)
 {
 	struct lnx_arm *a = &f->arm;
-	size_t len = count ? iov[0].iov_len : 0;
-	const void *buf = count ? iov[0].iov_base : NULL;
-	uint64_t txf = __atomic_load_n(&f->tx_flags, __ATOMIC_RELAXED);
-	if ((len && !buf) || (txf & FI_TRIGGER) ||
-	    (((kind & LNX_OP_INJECT) || (txf & FI_INJECT)) && len > f->inject_size))
+	struct fast_msg m;
+	if (!fast_msg(f, iov, count, kind, &m) || (m.txf & FI_TRIGGER))
 		return LNX_FAST_DECLINED;
-	int want_cq = !(kind & LNX_OP_INJECT) && (!f->tx_sel || (txf & FI_COMPLETION));
-	int has_data = (kind & LNX_OP_DATA) || (txf & FI_REMOTE_CQ_DATA);
-	if (!has_data)
+	if (!m.has_data)
 		data = 0;
 	if (!lnx_trylock(&a->lock, serial))
 		return LNX_FAST_DECLINED;
@@ -277,15 +298,16 @@ static ssize_t lnx_fast_send_pep(struct lnx_fast *f, int serial, const struct io
 	/* The core's inject size first: a larger send (Go's) pays for no
 	 * mincore. */
 	if (!__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) || !a->pep ||
-	    len > lnx_pep_inject_size((void *)a->pep) || !lnx_copyable(buf, len))
+	    m.len > lnx_pep_inject_size((void *)a->pep) || !lnx_copyable(m.buf, m.len))
 		goto out;
-	if (want_cq && (!(cr = __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE)) ||
-			!lnx_cring_reserve(cr, serial)))
+	if (m.want_cq && (!(cr = __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE)) ||
+			  !lnx_cring_reserve(cr, serial)))
 		goto out;
 	if (lnx_pep_send_lent((void *)a->pep, a, serial, &lnx_arm_pep_ops, dest,
-			      (kind & LNX_OP_TAGGED) != 0, buf, len, tag, data, has_data) == 0)
+			      (kind & LNX_OP_TAGGED) != 0, m.buf, m.len, tag, data,
+			      m.has_data) == 0)
 		ret = 0;
-	if (want_cq)
+	if (m.want_cq)
 		fast_send_done(cr, serial, ret, ctx, kind);
 out:
 	lnx_unlock(&a->lock, serial);
@@ -325,31 +347,28 @@ ssize_t lnx_fast_send(struct lnx_fast *f, int serial, const struct iovec *iov, s
 		   !__atomic_load_n(&a->net, __ATOMIC_RELAXED) ||
 		   __atomic_load_n(&a->net_src, __ATOMIC_RELAXED) != dest))
 		return LNX_FAST_DECLINED;
-	size_t len = count ? iov[0].iov_len : 0;
-	const void *buf = count ? iov[0].iov_base : NULL;
-	uint64_t txf = __atomic_load_n(&f->tx_flags, __ATOMIC_RELAXED);
-	if ((len && !buf) ||
-	    (((kind & LNX_OP_INJECT) || (txf & FI_INJECT)) && len > f->inject_size))
+	struct fast_msg m;
+	if (!fast_msg(f, iov, count, kind, &m))
 		return LNX_FAST_DECLINED;
-	int want_cq = !(kind & LNX_OP_INJECT) && (!f->tx_sel || (txf & FI_COMPLETION));
 	uint64_t hflags = (kind & LNX_OP_TAGGED) ? LNX_HDR_TAGGED : 0;
-	if ((kind & LNX_OP_DATA) || (txf & FI_REMOTE_CQ_DATA))
+	if (m.has_data)
 		hflags |= LNX_HDR_DATA;
 	else
 		data = 0;
-	if (s && len > __atomic_load_n(&s->eager_max, __ATOMIC_RELAXED)) {
+	if (s && m.len > __atomic_load_n(&s->eager_max, __ATOMIC_RELAXED)) {
 		/* A rendezvous: the buffer is the receiver's to read until the
 		 * ack, so never an inject (its buffer is free on return). */
-		if ((kind & LNX_OP_INJECT) || (txf & FI_INJECT))
+		if ((kind & LNX_OP_INJECT) || (m.txf & FI_INJECT))
 			return LNX_FAST_DECLINED;
-		return lnx_fast_put_rndv(f, s, serial, hflags, tag, data, buf, len, ctx, want_cq);
+		return lnx_fast_put_rndv(f, s, serial, hflags, tag, data, m.buf, m.len, ctx,
+					 m.want_cq);
 	}
 	struct lnx_cring *cr = __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE);
-	if (want_cq && (!cr || !lnx_cring_reserve(cr, serial)))
+	if (m.want_cq && (!cr || !lnx_cring_reserve(cr, serial)))
 		return LNX_FAST_DECLINED;
-	ssize_t ret = s ? lnx_fast_put_shm(s, serial, hflags, tag, data, buf, len) :
-			  lnx_fast_put_net(a, serial, dest, hflags, tag, data, buf, len);
-	if (want_cq)
+	ssize_t ret = s ? lnx_fast_put_shm(s, serial, hflags, tag, data, m.buf, m.len) :
+			  lnx_fast_put_net(a, serial, dest, hflags, tag, data, m.buf, m.len);
+	if (m.want_cq)
 		fast_send_done(cr, serial, ret, ctx, kind);
 	return ret;
 }
