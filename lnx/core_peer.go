@@ -330,7 +330,7 @@ func (c *peerCore) poll() {
 	_ = c.ep.Progress()
 	if c.sends+c.expected+c.started+c.unexpected != n {
 		c.e.netActive()
-	} else if len(c.recvs) > 0 || c.e.netSends > 0 {
+	} else if len(c.recvs) > 0 || c.e.netSends > 0 || c.ep.Pending() > 0 {
 		c.e.netBusy()
 	}
 }

@@ -107,6 +107,7 @@ struct lnx_pep {
 	const struct lnx_pep_arm_ops *ops; /* lnx_pep_take's */
 	int serial;			   /* lnx_pep_take's */
 	int took;			   /* receives completed into the arm's ring in this take */
+	uint32_t c_pending;		   /* receives C matched that the core has not completed */
 	struct lnx_pentry *stash, **stash_end; /* messages left to Go */
 	int sending;		    /* inside lnx_pep_send_lent: no completion into the ring */
 	uint32_t tx_on;		    /* Go: C may send through the core while lent */

@@ -188,6 +188,11 @@ func (ep *EP) Adopt(f func(tagged bool, e Entry)) {
 	}
 }
 
+// Pending is the number of receives C matched while lent that the core
+// has not completed yet (messages over the inject size: shm's CMA copy,
+// rxm's rendezvous read).
+func (ep *EP) Pending() uint32 { return uint32(ep.c.c_pending) }
+
 // Held reports whether C left messages or completions to Go.
 func (ep *EP) Held() bool { return ep.c.stash != nil || ep.c.ncomp != 0 || ep.c.nmore != 0 }
 

@@ -19,17 +19,22 @@ static struct lnx_pep *pep_of_srx(uintptr_t srx)
 
 /* get_* while lent (lnx_pep_take): C matches the message to an armed
  * receive if Go would have: nothing is left to Go before it, its sender is
- * known, the core holds all of it (within the inject size: it completes
- * inside this poll, as Go's eager receives would), and the earliest armed
- * receive that takes it takes it whole. Anything else is left to Go, which
- * adopts it in order (lnx_pep_stash_pop) once it takes the arm back. */
+ * known, and the earliest armed receive that takes it takes it whole. Of
+ * any size: a message over the inject size (shm's CMA copy, rxm's
+ * rendezvous read) may complete after this poll, into the ring of a later
+ * one or through Go (WriteC), as Go's own matched receives do; c_pending
+ * counts those in the core meanwhile. Matched here, it is never queued
+ * and started later, which for rxm would need lnx's check that its sender
+ * is still there (lnx/core_peer.go senderGone), and a round through Go.
+ * Anything else is left to Go, which adopts it in order
+ * (lnx_pep_stash_pop) once it takes the arm back. */
 static int pep_get_lent(struct lnx_pep *p, int tagged, const struct lnx_peer_match_attr *a,
 			struct lnx_pentry *e)
 {
 	struct lnx_pctx *c;
 	uint64_t src;
-	if (p->stash || a->msg_size > p->inject || a->addr >= LNX_PEP_SRCS ||
-	    (src = p->src[a->addr]) == LNX_PEP_NOSRC || !(c = calloc(1, sizeof(*c))))
+	if (p->stash || a->addr >= LNX_PEP_SRCS || (src = p->src[a->addr]) == LNX_PEP_NOSRC ||
+	    !(c = calloc(1, sizeof(*c))))
 		goto stash;
 	if (p->ops->claim(p->arm, tagged, e->pe.tag, src, a->msg_size, &c->c_ctx, &c->c_buf,
 			  &c->c_len) < 0) {
@@ -38,6 +43,7 @@ static int pep_get_lent(struct lnx_pep *p, int tagged, const struct lnx_peer_mat
 	}
 	c->c_recv = 1;
 	c->c_src = src;
+	p->c_pending++;
 	c->entry = e;
 	e->iov[0].iov_base = c->c_buf;
 	e->iov[0].iov_len = c->c_len;
@@ -103,7 +109,7 @@ static void own_foreach_unspec_addr(uintptr_t srx, uint64_t (*get_addr)(struct l
 }
 
 static struct lnx_pcomp *comp_slot(struct lnx_pep *p);
-static void pep_comp_c(struct lnx_pcomp *w, const struct lnx_pctx *c);
+static void pep_comp_c(struct lnx_pep *p, struct lnx_pcomp *w, const struct lnx_pctx *c);
 
 /* The core is done with an entry. Usually it wrote the receive's
  * completion first (which cleared pe.context). An entry still linked in
@@ -128,7 +134,7 @@ static void own_free_entry(struct lnx_pentry *e)
 					 .flags = e->pe.flags & (FI_RECV | FI_TAGGED | FI_MSG),
 					 .tag = e->pe.tag,
 					 .err = FI_ECONNABORTED };
-		pep_comp_c(w, c);
+		pep_comp_c(pep_of_srx(e->pe.srx), w, c);
 		e->pe.context = 0;
 		free(c);
 	}
@@ -165,10 +171,11 @@ static struct lnx_pcomp *comp_slot(struct lnx_pep *p)
 
 /* pep_comp_c adds to w what Go needs to complete receive c that C
  * matched (lnx_pep_lend.h), if it is one. */
-static void pep_comp_c(struct lnx_pcomp *w, const struct lnx_pctx *c)
+static void pep_comp_c(struct lnx_pep *p, struct lnx_pcomp *w, const struct lnx_pctx *c)
 {
 	if (!c->c_recv)
 		return;
+	p->c_pending--;
 	w->c_recv = 1;
 	w->c_ctx = (uintptr_t)c->c_ctx;
 	w->c_buf = (uintptr_t)c->c_buf;
@@ -196,6 +203,7 @@ static ssize_t own_cq_write(struct lnx_peer_cq *cq, void *context, uint64_t flag
 				f & FI_REMOTE_CQ_DATA ? data : 0, f & FI_TAGGED ? tag : 0,
 				c->c_src)) {
 			p->took++;
+			p->c_pending--;
 			free(c);
 			return 0;
 		}
@@ -207,7 +215,7 @@ static ssize_t own_cq_write(struct lnx_peer_cq *cq, void *context, uint64_t flag
 				 .data = data,
 				 .tag = tag,
 				 .src = src };
-	pep_comp_c(w, c);
+	pep_comp_c(p, w, c);
 	free(c->copy);
 	free(c);
 	return 0;
@@ -231,7 +239,7 @@ static ssize_t own_cq_writeerr(struct lnx_peer_cq *cq, const struct fi_cq_err_en
 				 .olen = err->olen,
 				 .err = err->err ? err->err : FI_EIO,
 				 .prov_err = err->prov_errno };
-	pep_comp_c(w, c);
+	pep_comp_c(p, w, c);
 	free(c->copy);
 	free(c);
 	return 0;

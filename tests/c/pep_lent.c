@@ -11,13 +11,15 @@
  *    lnx_pep.src), and its completion lands in the CQ's ring with that
  *    receive's context and buffer, the message's length, tag, CQ data and
  *    source; the payload in the receive's buffer; nothing for Go.
+ *  - a message past the core's inject size is matched the same way.
  *  - a message C cannot match as Go would (a sender C does not know, too
- *    large for the receive or beyond the inject size, no receive for it)
+ *    large for the receive, no receive for it)
  *    is left to Go (-FI_ENOENT, the core queues it), and so is every one
  *    after it, even one an armed receive takes: Go sees them in arrival
  *    order (lnx_pep_stash_pop) before C takes anything more.
  *  - a completion of a receive C matched that comes after C's poll goes
- *    to Go with what Go needs to write it (context, buffer, source).
+ *    to Go with what Go needs to write it (context, buffer, source); the
+ *    receive counts as pending in the core until then.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,8 +123,8 @@ int main(void)
 	struct lnx_arm *a = zalloc(sizeof(*a));
 	a->cring = zalloc(sizeof(*a->cring));
 	a->cring->format = FI_CQ_FORMAT_TAGGED;
-	char b[4][64];
-	int ctx[4], go;
+	char b[5][64];
+	int ctx[5], go;
 	memset(b, 0, sizeof(b));
 
 	/* Any source tag 0x10; from 5 alone tag 0x2X (ignore 0xf). */
@@ -185,20 +187,36 @@ int main(void)
 	n = take(a, m4, 1, &go);
 	CHECK(n == 0 && go == 1 && m4[0].got == -FI_ENOENT, "unknown sender");
 	free(lnx_pep_stash_pop(p, &tagged));
+	/* Past the core's inject size (shm's CMA copy, rxm's rendezvous):
+	 * matched in C all the same, never queued for a start through Go. */
 	p->inject = 8;
-	struct msg m5[] = { { .addr = 1, .tag = 0x10, .size = 9, .payload = "123456789" } };
+	unit_arm(a, b[3], 64, &ctx[3], FI_ADDR_UNSPEC, 0x50, 0);
+	struct msg m5[] = {
+		{ .addr = 1, .tag = 0x50, .data = 9, .size = 9, .payload = "123456789" }
+	};
 	n = take(a, m5, 1, &go);
-	CHECK(n == 0 && go == 1 && m5[0].got == -FI_ENOENT, "past the inject size");
-	free(lnx_pep_stash_pop(p, &tagged));
-	p->inject = 4096;
+	CHECK(n == 1 && go == 0 && m5[0].got == 0 && a->done[3] == 1 && p->c_pending == 0,
+	      "past the inject size: %d done, go %d, get %d, pending %u", n, go, m5[0].got,
+	      p->c_pending);
+	x = &a->cring->e[a->cring->head % LNX_CRING];
+	CHECK(a->cring->tail - a->cring->head == 1 && x->ctx == &ctx[3] && x->buf == b[3] &&
+		      x->len == 9 && x->tag == 0x50 && x->data == 9 && x->src == 5,
+	      "past the inject size: completion ctx %p len %llu", x->ctx,
+	      (unsigned long long)x->len);
+	CHECK(!memcmp(b[3], "123456789", 9) && b[3][9] == 0, "past the inject size: payload");
+	a->cring->head = a->cring->tail;
 
-	/* Matched in C, completed after the poll: Go writes it. */
+	/* Matched in C past the inject size, completed after the poll (a
+	 * rendezvous read): pending meanwhile, then Go writes it. */
+	p->inject = 2;
 	struct msg m6[] = {
 		{ .addr = 2, .tag = 0x10, .data = 7, .size = 3, .payload = "xyz", .late = 1 }
 	};
 	n = take(a, m6, 1, &go);
-	CHECK(n == 0 && go == 0 && m6[0].got == 0 && a->done[0] == 1 && a->head == 2,
-	      "late: %d done, go %d, get %d", n, go, m6[0].got);
+	CHECK(n == 0 && go == 0 && m6[0].got == 0 && a->done[0] == 1 && a->head == 2 &&
+		      p->c_pending == 1,
+	      "late: %d done, go %d, get %d, pending %u", n, go, m6[0].got, p->c_pending);
+	p->inject = 4096;
 	struct lnx_peer_cq_owner *co = (void *)p->pcq.owner_ops;
 	((ssize_t(*)(struct lnx_peer_cq *, void *, uint64_t, size_t, void *, uint64_t, uint64_t,
 		     uint64_t))co->write)(&p->pcq, (void *)m6[0].e->pe.context,
@@ -211,6 +229,7 @@ int main(void)
 	      "late completion for Go: %u comps, c_recv %d src %llu", p->ncomp, c->c_recv,
 	      (unsigned long long)c->src);
 	CHECK(!memcmp(b[0], "xyz", 3), "late payload");
+	CHECK(p->c_pending == 0, "still pending after its completion: %u", p->c_pending);
 	free(m6[0].e);
 
 	free(a->cring);
