@@ -143,11 +143,9 @@ LNX_HIDDEN ssize_t lnx_pep_progress(struct lnx_pep *p);
 LNX_HIDDEN ssize_t lnx_pep_send(struct lnx_pep *p, int tagged, void **base, size_t *len, int n,
 				uint64_t dest, uint64_t tag, uint64_t data, int has_data,
 				int inject, uint64_t id);
-/* Fills an entry with a receive's buffers and context (id) and, start
- * set, starts it (the core had queued it). */
-LNX_HIDDEN int lnx_pep_entry_set(struct lnx_pentry *e, void **base, size_t *len, int n,
-				 uint64_t id);
-/* lnx_pep_entry_set for a caller that filled e->iov[0..n) itself. */
+/* Gives an entry whose e->iov[0..n) the caller filled with a receive's
+ * buffers its context (id): the core fills them, and its completion
+ * carries id. */
 LNX_HIDDEN int lnx_pep_entry_bind(struct lnx_pentry *e, int n, uint64_t id);
 LNX_HIDDEN int lnx_pep_start(struct lnx_pentry *e, int tagged);
 LNX_HIDDEN int lnx_pep_discard(struct lnx_pentry *e, int tagged);

@@ -538,18 +538,6 @@ copy:
 	return 0;
 }
 
-int lnx_pep_entry_set(struct lnx_pentry *e, void **base, size_t *len, int n, uint64_t id)
-{
-	int i;
-	if (n < 0 || n > LNX_PEP_IOV)
-		return -FI_EINVAL;
-	for (i = 0; i < n; i++) {
-		e->iov[i].iov_base = base[i];
-		e->iov[i].iov_len = len[i];
-	}
-	return lnx_pep_entry_bind(e, n, id);
-}
-
 int lnx_pep_entry_bind(struct lnx_pentry *e, int n, uint64_t id)
 {
 	struct lnx_pctx *c;

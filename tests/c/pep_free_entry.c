@@ -96,6 +96,15 @@ static struct lnx_pentry *get_tag(struct lnx_pep *p, uint64_t tag)
 	return e;
 }
 
+/* Go's Entry.Set: the receive's buffer into the entry's iovec, then its
+ * context (id). */
+static int set_entry(struct lnx_pentry *e, void *buf, size_t len, uint64_t id)
+{
+	e->iov[0].iov_base = buf;
+	e->iov[0].iov_len = len;
+	return lnx_pep_entry_bind(e, 1, id);
+}
+
 static void free_entry(struct lnx_pentry *e)
 {
 	struct lnx_peer_srx *srx = (void *)e->pe.srx;
@@ -110,18 +119,15 @@ int main(void)
 	struct lnx_peer_srx_owner_v2 *o = (void *)p->srx.owner_ops;
 	struct lnx_peer_cq_owner *co = (void *)p->pcq.owner_ops;
 	char buf[3][64];
-	void *base;
 	size_t len = sizeof(buf[0]);
 
 	/* bound: Go matched it to receive 7. queued: Go holds it. done: a
 	 * receive completed normally before its entry is freed. */
 	struct lnx_pentry *bound = get_tag(p, 0x71), *queued = get_tag(p, 0x72),
 			  *done = get_tag(p, 0x73);
-	base = buf[0];
-	CHECK(lnx_pep_entry_set(bound, &base, &len, 1, 7) == 0, "entry_set bound");
+	CHECK(set_entry(bound, buf[0], len, 7) == 0, "set_entry bound");
 	((int (*)(struct lnx_pentry *))o->queue_tag)(queued);
-	base = buf[2];
-	CHECK(lnx_pep_entry_set(done, &base, &len, 1, 9) == 0, "entry_set done");
+	CHECK(set_entry(done, buf[2], len, 9) == 0, "set_entry done");
 	ssize_t (*write)(struct lnx_peer_cq *, void *, uint64_t, size_t, void *, uint64_t, uint64_t,
 			 uint64_t) = (void *)co->write;
 	write(&p->pcq, (void *)done->pe.context, FI_RECV | FI_TAGGED, 64, NULL, 0, 0x73, 3);
@@ -150,8 +156,7 @@ int main(void)
 	/* Go starts the message it held: it fails, and the core (which has no
 	 * peer ops here) is not called. */
 	CHECK(queued->dropped == 1 && queued->pe.tag == 0x72, "held entry not kept");
-	base = buf[1];
-	CHECK(lnx_pep_entry_set(queued, &base, &len, 1, 8) == 0, "entry_set queued");
+	CHECK(set_entry(queued, buf[1], len, 8) == 0, "set_entry queued");
 	CHECK(lnx_pep_start(queued, 1) == -FI_ECONNABORTED, "start of a dropped entry");
 
 	/* The normally completed one: freed with no completion added. */
