@@ -112,8 +112,19 @@ static int lnx_arm_peer_put(struct lnx_arm *a, int serial, void *ctx, void *buf,
 	return 1;
 }
 
+/* A send's completion (lnx_pep_send_lent_big): no receive statistics. */
+static int lnx_arm_peer_put_send(struct lnx_arm *a, int serial, void *ctx, uint64_t flags)
+{
+	if (!lnx_cring_reserve(a->cring, serial))
+		return 0;
+	lnx_cring_put(a->cring, ctx, NULL, flags, 0, 0, 0, FI_ADDR_NOTAVAIL);
+	lnx_unlock(&a->cring->lock, serial);
+	return 1;
+}
+
 const struct lnx_pep_arm_ops lnx_arm_pep_ops = { .claim = lnx_arm_peer_claim,
-						 .put = lnx_arm_peer_put };
+						 .put = lnx_arm_peer_put,
+						 .put_send = lnx_arm_peer_put_send };
 
 /* lnx_arm_written: the record at position pos of lent ring r if it is
  * written (its stamp stored), else NULL; a stamp of an earlier lap or

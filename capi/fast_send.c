@@ -270,16 +270,20 @@ static void fast_send_done(struct lnx_cring *cr, int serial, ssize_t ret, void *
 
 /*
  * lnx_fast_send_pep sends a message to a peer reached over a peer-API core
- * lent to C (struct lnx_arm's pep; lnx/core_peer.go) with the core's
- * inject, from C, and writes its completion into the transmit CQ's ring,
- * as Endpoint.Send would over that core: 0, or declined (Go sends it, as
- * before, and reports any error): the core not lent, arm.lock busy, C not
- * allowed to send (the core's tx_on: a send counter, device memory), the
- * fi_addr not one Go published for the core (no route yet, removed from
- * the AV, a peer its side transport declared gone), over the core's
- * inject size, the completion ring full, or the core's answer not 0
- * (-FI_EAGAIN included). Go hands every send to the core at once (none
- * waits in Go), so one from C never overtakes an earlier one of Go's.
+ * lent to C (struct lnx_arm's pep; lnx/core_peer.go) from C, as
+ * Endpoint.Send would over that core: within the core's inject size with
+ * its inject, the completion written into the transmit CQ's ring at once;
+ * over it with the core's send of the application's buffer, the
+ * completion written when the core reports it (lnx_pep_send_lent_big).
+ * 0, or declined (Go sends it, as before, and reports any error): the
+ * core not lent, arm.lock busy, C not allowed to send (the core's tx_on:
+ * a send counter, device memory), the fi_addr not one Go published for
+ * the core (no route yet, removed from the AV, a peer its side transport
+ * declared gone), an inject over the core's inject size, a transmit CQ
+ * other than the receive CQ for a larger send, the completion ring full,
+ * or the core's answer not 0 (-FI_EAGAIN included). Go hands every send
+ * to the core at once (none waits in Go), so one from C never overtakes
+ * an earlier one of Go's.
  */
 static ssize_t lnx_fast_send_pep(struct lnx_fast *f, int serial, const struct iovec *iov,
 				 size_t count, fi_addr_t dest, uint64_t tag, uint64_t data,
@@ -295,10 +299,25 @@ static ssize_t lnx_fast_send_pep(struct lnx_fast *f, int serial, const struct io
 		return LNX_FAST_DECLINED;
 	ssize_t ret = LNX_FAST_DECLINED;
 	struct lnx_cring *cr = NULL;
-	/* The core's inject size first: a larger send (Go's) pays for no
-	 * mincore. */
-	if (!__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) || !a->pep ||
-	    m.len > lnx_pep_inject_size((void *)a->pep) || !lnx_copyable(m.buf, m.len))
+	if (!__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) || !a->pep)
+		goto out;
+	if (m.len > lnx_pep_inject_size((void *)a->pep)) {
+		/* The core reads the application's buffer after the call (shm's
+		 * CMA copy, rxm's rendezvous): never for a buffer reusable on
+		 * return (Go copies it), and only into the arm's CQ ring, where
+		 * C's poll writes the completion. */
+		if ((kind & LNX_OP_INJECT) || (m.txf & FI_INJECT) ||
+		    (m.want_cq &&
+		     (!a->cring || a->cring != __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE))) ||
+		    !lnx_copyable(m.buf, m.len))
+			goto out;
+		if (lnx_pep_send_lent_big((void *)a->pep, a, serial, &lnx_arm_pep_ops, dest,
+					  (kind & LNX_OP_TAGGED) != 0, m.buf, m.len, tag, data,
+					  m.has_data, ctx, m.want_cq) == 0)
+			ret = 0;
+		goto out;
+	}
+	if (!lnx_copyable(m.buf, m.len))
 		goto out;
 	if (m.want_cq && (!(cr = __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE)) ||
 			  !lnx_cring_reserve(cr, serial)))

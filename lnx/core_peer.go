@@ -71,12 +71,14 @@ type peerCore struct {
 	srcGen         uint64
 	srcN           int
 
-	// Sends from C while lent (lnx_pep_send_lent): the lnx fi_addrs
-	// published to C (publish) and each one's side transport peer (nil
-	// for none), unpublished when it is declared gone; cInjects counts
-	// what C sent (of injects).
+	// Sends from C while lent (lnx_pep_send_lent, lnx_pep_send_lent_big):
+	// the lnx fi_addrs published to C (publish) and each one's side
+	// transport peer (nil for none), unpublished when it is declared gone;
+	// cInjects counts what C sent, cBig those of them over the core's
+	// inject size (counted in sends, the rest in injects).
 	dsts     map[uint64]*ofi.Peer
 	cInjects uint64
+	cBig     uint64
 
 	recvs map[uint64]peerRecv // receives the core is filling, by id (values: no allocation per message)
 	early map[uint64]error    // send completions written inside the send call
@@ -88,10 +90,11 @@ type peerCore struct {
 	// declares it gone (peerGone) when it stops answering and its
 	// listener is gone, as the adapter's transport does; its sends then
 	// fail. A failed send's later core completion is dropped.
-	watch   map[uint64]*ofi.Peer // sends in the core, by id: the peer's side transport
-	dropped map[uint64]struct{}  // sends failed by peerGone that the core still holds
-	gone    uint64               // sends failed that way
-	closed  uint64               // queued messages whose sender was gone at start (senderGone)
+	watch   map[uint64]*ofi.Peer    // sends in the core, by id: the peer's side transport
+	csends  map[uint64]peerep.CSend // sends C made, adopted at takeBack (adoptSends), by id
+	dropped map[uint64]struct{}     // sends failed by peerGone that the core still holds
+	gone    uint64                  // sends failed that way
+	closed  uint64                  // queued messages whose sender was gone at start (senderGone)
 
 	sends, injects, expected, started, unexpected uint64
 }
@@ -111,7 +114,8 @@ type peerRecv struct {
 func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
 	c := &peerCore{e: e, byName: map[string]uint64{}, byCore: map[uint64]uint64{}, names: map[uint64][]byte{},
 		recvs: map[uint64]peerRecv{}, early: map[uint64]error{},
-		watch: map[uint64]*ofi.Peer{}, dropped: map[uint64]struct{}{}, dsts: map[uint64]*ofi.Peer{}}
+		watch: map[uint64]*ofi.Peer{}, dropped: map[uint64]struct{}{}, dsts: map[uint64]*ofi.Peer{},
+		csends: map[uint64]peerep.CSend{}}
 	var err error
 	if c.fab, err = ofi.OpenFabric(cd.list.Infos[0]); err != nil {
 		return nil, err
@@ -197,16 +201,86 @@ func (c *peerCore) lend(a *armMem, _ uint64) bool {
 func (c *peerCore) takeBack([]uint64) {
 	if c.lent {
 		c.lent, c.adoptDue = false, true
-		if n, b := c.ep.TakeTx(); n > 0 {
-			c.injects += n
+		if n, b, big := c.ep.TakeTx(); n > 0 {
+			c.injects += n - big
+			c.sends += big
 			c.cInjects += n
+			c.cBig += big
 			st := &c.e.stats[kindNet]
 			st.txMsgs += n
 			st.txBytes += b
 			c.e.netActive() // as sends over the core do (netCore.reclaim alike)
 		}
+		c.adoptSends()
 	}
 }
+
+// adoptSends (e locked, not lent) takes over the sends C made over the
+// inject size that the core still holds: each gets an id its completion
+// carries (SendC), and is watched on its peer's side transport as Go's
+// own sends are (send), so that a receiver that died fails it
+// (peerGone). One to a peer declared gone meanwhile fails at once.
+func (c *peerCore) adoptSends() {
+	for {
+		c.e.nextSend++
+		id := c.e.nextSend
+		s, ok := c.ep.PopSend(id)
+		if !ok {
+			return
+		}
+		var side *ofi.Peer
+		if rt := c.e.routes[s.Dst]; rt != nil {
+			side = rt.net
+		}
+		if side != nil && side.Gone() {
+			c.dropped[id] = struct{}{}
+			c.gone++
+			c.e.completeSend(ptrOf(s.Ctx), s.Flags, s.CQ,
+				fi.Wrap(fi.EIO, "peer is gone (its side transport stopped answering)"))
+			continue
+		}
+		c.csends[id] = s
+		if side != nil {
+			c.watch[id] = side
+			side.Transport().Watch(side)
+		}
+	}
+}
+
+// SendC (peerep.Owner): a send C made completed where C could not write
+// its completion (the ring full, after Go adopted it, or an error).
+func (c *peerCore) SendC(id, flags uint64, ctx uintptr, cq bool, errno, provErr int) {
+	var err error
+	if errno != 0 {
+		err = fi.Wrap(fi.Errno(errno), "peer core send failed (prov_errno %d)", provErr)
+	}
+	if id != 0 {
+		if _, ok := c.dropped[id]; ok {
+			delete(c.dropped, id) // failed already (peerGone)
+			return
+		}
+		if p, ok := c.watch[id]; ok {
+			delete(c.watch, id)
+			p.Transport().Unwatch(p)
+		}
+		delete(c.csends, id)
+	}
+	c.e.completeSend(ptrOf(ctx), flags, cq, err)
+}
+
+// finishSend completes send id with err: Endpoint.Send's, or one C made
+// and Go adopted (adoptSends).
+func (c *peerCore) finishSend(id uint64, err error) {
+	if s, ok := c.csends[id]; ok {
+		delete(c.csends, id)
+		c.e.completeSend(ptrOf(s.Ctx), s.Flags, s.CQ, err)
+		return
+	}
+	c.e.onSendDone(id, err)
+}
+
+// ptrOf is the application's pointer that C kept as an integer.
+func ptrOf(p uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&p)) }
 
 // publish lets C send to lnx fi_addr addr over the core (rt, the route
 // just made; e locked), unless its side transport declared it gone.
@@ -330,7 +404,7 @@ func (c *peerCore) poll() {
 	_ = c.ep.Progress()
 	if c.sends+c.expected+c.started+c.unexpected != n {
 		c.e.netActive()
-	} else if len(c.recvs) > 0 || c.e.netSends > 0 || c.ep.Pending() > 0 {
+	} else if len(c.recvs) > 0 || c.e.netSends > 0 || len(c.csends) > 0 || c.ep.Pending() > 0 {
 		c.e.netBusy()
 	}
 }
@@ -640,7 +714,7 @@ func (c *peerCore) peerGone(src uint64, err error) {
 		delete(c.watch, id)
 		c.dropped[id] = struct{}{}
 		c.gone++
-		c.e.onSendDone(id, err)
+		c.finishSend(id, err)
 	}
 }
 
@@ -706,6 +780,9 @@ func (c *peerCore) writeStats(w io.Writer) {
 	}
 	if c.cInjects > 0 {
 		gone += fmt.Sprintf(", %d sent in C", c.cInjects)
+		if c.cBig > 0 {
+			gone += fmt.Sprintf(" (%d over the inject size)", c.cBig)
+		}
 	}
 	fmt.Fprintf(w, "lnx: pid %d link %s peer API: sends %d, injects %d, receives matched on arrival %d, unexpected %d (started %d)%s\n",
 		os.Getpid(), c.e.Domain.Link.Name(), c.sends, c.injects, c.expected, c.unexpected, c.started, gone)

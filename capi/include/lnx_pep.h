@@ -63,6 +63,15 @@ struct lnx_pctx {
 	void *c_ctx, *c_buf;
 	uint64_t c_len, c_src;
 	int c_recv;
+	/* A send C made while lent over the core's inject size
+	 * (lnx_pep_send_lent; c_send set): its completion's context and
+	 * flags, whether the application wants it (s_cq), the lnx fi_addr it
+	 * went to, and its links in lnx_pep.csends while Go has not adopted
+	 * it (id 0; Go gives it an id when it takes the core back). */
+	void *s_ctx;
+	uint64_t s_flags, s_dst;
+	int c_send, s_cq;
+	struct lnx_pctx *s_next, **s_pprev;
 };
 
 /* A completion the core wrote through the peer CQ, kept until Go drains
@@ -73,9 +82,11 @@ struct lnx_pcomp {
 	uint64_t id, flags, len, data, tag, src, olen;
 	int32_t err, prov_err; /* err: 0, or the positive fi_errno of writeerr */
 	/* c_recv: a receive C matched (struct lnx_pctx's c_* fields; src is
-	 * then lnx's fi_addr) whose completion C could not write itself. */
+	 * then lnx's fi_addr) whose completion C could not write itself.
+	 * c_send: a send C made (1; 2: the application wants its completion),
+	 * c_ctx its context, id Go's (0 if Go never adopted it). */
 	uint64_t c_ctx, c_buf, c_len;
-	int32_t c_recv, pad;
+	int32_t c_recv, c_send;
 };
 
 /* The core fi_addrs whose lnx fi_addr C knows (lnx_pep.src). */
@@ -109,10 +120,17 @@ struct lnx_pep {
 	int took;			   /* receives completed into the arm's ring in this take */
 	uint32_t c_pending;		   /* receives C matched that the core has not completed */
 	struct lnx_pentry *stash, **stash_end; /* messages left to Go */
-	int sending;		    /* inside lnx_pep_send_lent: no completion into the ring */
-	uint32_t tx_on;		    /* Go: C may send through the core while lent */
-	uint64_t tx_msgs;	    /* sends C made (lnx_pep_send_lent), under the arm lock; */
-	uint64_t tx_bytes;	    /* Go takes them back with the core */
+	int sending;	   /* inside lnx_pep_send_lent: no completion into the ring */
+	uint32_t tx_on;	   /* Go: C may send through the core while lent */
+	uint64_t tx_msgs;  /* sends C made (lnx_pep_send_lent), under the arm lock; */
+	uint64_t tx_bytes; /* Go takes them back with the core; */
+	uint64_t tx_big;   /* of tx_msgs, those over the inject size */
+	/* Sends C made over the inject size that the core has not completed
+	 * and Go has not adopted (struct lnx_pctx's c_send), oldest first,
+	 * and their number: Go adopts them (lnx_pep_csend_pop) when it takes
+	 * the core back, and watches their peers. */
+	struct lnx_pctx *csends, **csends_end;
+	uint32_t c_sends;
 	uint64_t src[LNX_PEP_SRCS]; /* Go: core fi_addr -> lnx fi_addr (LNX_PEP_NOSRC) */
 	/* Go: lnx fi_addr -> core fi_addr (LNX_PEP_NOSRC: Go sends), set
 	 * when Go has a route to the peer over this core, cleared when the
@@ -152,5 +170,10 @@ LNX_HIDDEN int lnx_pep_discard(struct lnx_pentry *e, int tagged);
 /* The next message C left to Go (lnx_pep_take), in arrival order, and
  * whether it is tagged; NULL when none is left. */
 LNX_HIDDEN struct lnx_pentry *lnx_pep_stash_pop(struct lnx_pep *p, int *tagged);
+/* Hands Go the oldest send C made that it has not adopted (its context,
+ * flags and lnx fi_addr in the s_* fields, to be read at once: the core
+ * may complete it at the next call): from now its completion carries id.
+ * NULL when none is left. Only while not lent. */
+LNX_HIDDEN struct lnx_pctx *lnx_pep_csend_pop(struct lnx_pep *p, uint64_t id);
 
 #endif

@@ -23,12 +23,14 @@ struct lnx_arm;
  *    lnx_arm_match), marked taken; its context, buffer and length in
  *    *ctx, *buf, *len. -1: none does.
  *  - put: completes a receive claim took into a's ring (1), or 0 when
- *    the ring is full (the caller leaves it to Go). */
+ *    the ring is full (the caller leaves it to Go).
+ *  - put_send: the same for a send's completion (ctx, flags). */
 struct lnx_pep_arm_ops {
 	int32_t (*claim)(struct lnx_arm *a, int tagged, uint64_t tag, uint64_t src, uint64_t size,
 			 void **ctx, void **buf, uint64_t *len);
 	int (*put)(struct lnx_arm *a, int serial, void *ctx, void *buf, uint64_t flags,
 		   uint64_t len, uint64_t data, uint64_t tag, uint64_t src);
+	int (*put_send)(struct lnx_arm *a, int serial, void *ctx, uint64_t flags);
 };
 
 /* arm.c's ops (capi). */
@@ -50,6 +52,19 @@ int lnx_pep_take(void *pep, struct lnx_arm *a, int serial, const struct lnx_pep_
 int lnx_pep_send_lent(void *pep, struct lnx_arm *a, int serial, const struct lnx_pep_arm_ops *ops,
 		      uint64_t dest, int tagged, const void *buf, size_t len, uint64_t tag,
 		      uint64_t data, int has_data);
+
+/* Sends len bytes at buf, over the core's inject size, to lnx fi_addr
+ * dest through lent core pep, from C (a->lock held, lent), as the core's
+ * send of the application's buffer: 0 when the core took it. Its
+ * completion (context ctx; want_cq: the application wants one) goes into
+ * a's ring when the core writes it inside C's poll or send, else to Go; a
+ * send Go adopts (lnx_pep_csend_pop) completes through Go, which watches
+ * its peer meanwhile. The transmit CQ must be a's CQ. -1 as for
+ * lnx_pep_send_lent (and out of memory). */
+int lnx_pep_send_lent_big(void *pep, struct lnx_arm *a, int serial,
+			  const struct lnx_pep_arm_ops *ops, uint64_t dest, int tagged,
+			  const void *buf, size_t len, uint64_t tag, uint64_t data, int has_data,
+			  void *ctx, int want_cq);
 
 /* The core's inject size: the largest send lnx_pep_send_lent takes. */
 size_t lnx_pep_inject_size(const void *pep);

@@ -89,6 +89,10 @@ func (ep *EP) drain() {
 func (ep *EP) hand(batch []C.struct_lnx_pcomp) {
 	for i := range batch {
 		w := &batch[i]
+		if w.c_send != 0 {
+			ep.o.SendC(uint64(w.id), uint64(w.flags), uintptr(w.c_ctx), w.c_send == 2, int(w.err), int(w.prov_err))
+			continue
+		}
 		if w.c_recv != 0 {
 			ep.o.WriteC(uint64(w.flags), uint64(w.len), uint64(w.data), uint64(w.tag), uint64(w.src),
 				uintptr(w.c_ctx), uintptr(w.c_buf), uint64(w.c_len), int(w.err), int(w.prov_err))
@@ -122,6 +126,11 @@ type Owner interface {
 	// completion: ctx, buf and blen are the armed receive's, src lnx's
 	// fi_addr of the sender.
 	WriteC(flags, n, data, tag, src uint64, ctx, buf uintptr, blen uint64, err, provErr int)
+	// SendC: a send C made while lent completed, or failed (err, a
+	// positive fi_errno), where C could not write its completion: id is
+	// the one PopSend gave it (0 if none), ctx its context, flags its
+	// completion's, cq whether the application wants a completion.
+	SendC(id, flags uint64, ctx uintptr, cq bool, err, provErr int)
 }
 
 // Ptr is the core's C state (struct lnx_pep *), which lnx lends to C's
@@ -167,11 +176,32 @@ func (ep *EP) SetTx(on bool) {
 }
 
 // TakeTx returns and clears the messages C sent through the core while
-// lent, and their bytes. Only while not lent.
-func (ep *EP) TakeTx() (msgs, bytes uint64) {
-	msgs, bytes = uint64(ep.c.tx_msgs), uint64(ep.c.tx_bytes)
-	ep.c.tx_msgs, ep.c.tx_bytes = 0, 0
-	return msgs, bytes
+// lent, their bytes, and how many of them were over the inject size. Only
+// while not lent.
+func (ep *EP) TakeTx() (msgs, bytes, big uint64) {
+	msgs, bytes, big = uint64(ep.c.tx_msgs), uint64(ep.c.tx_bytes), uint64(ep.c.tx_big)
+	ep.c.tx_msgs, ep.c.tx_bytes, ep.c.tx_big = 0, 0, 0
+	return msgs, bytes, big
+}
+
+// CSend is a send C made over the inject size while lent that the core
+// has not completed yet (PopSend).
+type CSend struct {
+	Ctx   uintptr // the application's context
+	Flags uint64  // its completion's flags
+	CQ    bool    // the application wants its completion
+	Dst   uint64  // lnx's fi_addr of the receiver
+}
+
+// PopSend adopts the oldest send C made that Go has not: its completion
+// (Owner.SendC) carries id from now. ok false: none is left. Only while
+// not lent.
+func (ep *EP) PopSend(id uint64) (s CSend, ok bool) {
+	c := C.lnx_pep_csend_pop(ep.c, C.uint64_t(id))
+	if c == nil {
+		return s, false
+	}
+	return CSend{Ctx: uintptr(c.s_ctx), Flags: uint64(c.s_flags), CQ: c.s_cq != 0, Dst: uint64(c.s_dst)}, true
 }
 
 // Adopt drains the completions written while lent, then hands each
@@ -190,8 +220,9 @@ func (ep *EP) Adopt(f func(tagged bool, e Entry)) {
 
 // Pending is the number of receives C matched while lent that the core
 // has not completed yet (messages over the inject size: shm's CMA copy,
-// rxm's rendezvous read).
-func (ep *EP) Pending() uint32 { return uint32(ep.c.c_pending) }
+// rxm's rendezvous read), and of sends C made over the inject size that
+// Go has not adopted (PopSend).
+func (ep *EP) Pending() uint32 { return uint32(ep.c.c_pending) + uint32(ep.c.c_sends) }
 
 // Held reports whether C left messages or completions to Go.
 func (ep *EP) Held() bool { return ep.c.stash != nil || ep.c.ncomp != 0 || ep.c.nmore != 0 }

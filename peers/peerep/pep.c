@@ -109,7 +109,7 @@ static void own_foreach_unspec_addr(uintptr_t srx, uint64_t (*get_addr)(struct l
 }
 
 static struct lnx_pcomp *comp_slot(struct lnx_pep *p);
-static void pep_comp_c(struct lnx_pep *p, struct lnx_pcomp *w, const struct lnx_pctx *c);
+static void pep_comp_c(struct lnx_pep *p, struct lnx_pcomp *w, struct lnx_pctx *c);
 
 /* The core is done with an entry. Usually it wrote the receive's
  * completion first (which cleared pe.context). An entry still linked in
@@ -169,10 +169,42 @@ static struct lnx_pcomp *comp_slot(struct lnx_pep *p)
 	return &p->more[p->nmore++];
 }
 
-/* pep_comp_c adds to w what Go needs to complete receive c that C
- * matched (lnx_pep_lend.h), if it is one. */
-static void pep_comp_c(struct lnx_pep *p, struct lnx_pcomp *w, const struct lnx_pctx *c)
+/* A send C made joins (link) or leaves (unlink) the list of those Go has
+ * not adopted (lnx_pep.csends). */
+static void csend_link(struct lnx_pep *p, struct lnx_pctx *c)
 {
+	c->s_next = NULL;
+	c->s_pprev = p->csends_end;
+	*p->csends_end = c;
+	p->csends_end = &c->s_next;
+	p->c_sends++;
+}
+
+static void csend_unlink(struct lnx_pep *p, struct lnx_pctx *c)
+{
+	if (!c->s_pprev)
+		return; /* adopted by Go, or never linked */
+	*c->s_pprev = c->s_next;
+	if (c->s_next)
+		c->s_next->s_pprev = c->s_pprev;
+	else
+		p->csends_end = c->s_pprev;
+	c->s_next = NULL;
+	c->s_pprev = NULL;
+	p->c_sends--;
+}
+
+/* pep_comp_c adds to w what Go needs to complete receive or send c that C
+ * matched or made (lnx_pep_lend.h), if it is one. */
+static void pep_comp_c(struct lnx_pep *p, struct lnx_pcomp *w, struct lnx_pctx *c)
+{
+	if (c->c_send) {
+		csend_unlink(p, c);
+		w->c_send = c->s_cq ? 2 : 1;
+		w->c_ctx = (uintptr_t)c->s_ctx;
+		w->flags = c->s_flags;
+		return;
+	}
 	if (!c->c_recv)
 		return;
 	p->c_pending--;
@@ -194,6 +226,19 @@ static ssize_t own_cq_write(struct lnx_peer_cq *cq, void *context, uint64_t flag
 		return 0;
 	if (c->entry)
 		c->entry->pe.context = 0;
+	if (c->c_send && !c->id) {
+		/* A send C made that Go has not adopted: done here unless its
+		 * completion is wanted and cannot go into the ring (outside
+		 * C's poll and send, inside an inject whose caller holds the
+		 * ring's lock, or the ring full). */
+		csend_unlink(p, c);
+		if (!c->s_cq || (p->arm && !p->sending &&
+				 p->ops->put_send(p->arm, p->serial, c->s_ctx, c->s_flags))) {
+			p->took += c->s_cq;
+			free(c);
+			return 0;
+		}
+	}
 	if (c->c_recv && p->arm && !p->sending) {
 		/* A receive C matched, completed inside C's poll (not inside
 		 * C's send, which may hold the CQ ring's lock already: Go
@@ -295,6 +340,10 @@ int lnx_pep_close(struct lnx_pep *p)
 		free((void *)e->pe.context);
 		free(e);
 	}
+	for (struct lnx_pctx *c = p->csends, *n; c; c = n) {
+		n = c->s_next;
+		free(c);
+	}
 	free(p->more);
 	free(p);
 	return ret;
@@ -349,6 +398,7 @@ struct lnx_pep *lnx_pep_open(struct fid_domain *dom, struct fi_info *info, const
 		return NULL;
 	p->handle = handle;
 	p->stash_end = &p->stash;
+	p->csends_end = &p->csends;
 	for (int i = 0; i < LNX_PEP_SRCS; i++)
 		p->src[i] = LNX_PEP_NOSRC;
 	for (int i = 0; i < LNX_PEP_DSTS; i++)
@@ -666,6 +716,60 @@ int lnx_pep_send_lent(void *pep, struct lnx_arm *a, int serial, const struct lnx
 	p->tx_msgs++;
 	p->tx_bytes += len;
 	return 0;
+}
+
+int lnx_pep_send_lent_big(void *pep, struct lnx_arm *a, int serial,
+			  const struct lnx_pep_arm_ops *ops, uint64_t dest, int tagged,
+			  const void *buf, size_t len, uint64_t tag, uint64_t data, int has_data,
+			  void *ctx, int want_cq)
+{
+	struct lnx_pep *p = pep;
+	struct lnx_pctx *c;
+	uint64_t fa;
+	ssize_t ret;
+	if (!__atomic_load_n(&p->tx_on, __ATOMIC_RELAXED) || len <= p->inject ||
+	    dest >= LNX_PEP_DSTS ||
+	    (fa = __atomic_load_n(&p->dst[dest], __ATOMIC_ACQUIRE)) == LNX_PEP_NOSRC ||
+	    !(c = calloc(1, sizeof(*c))))
+		return -1;
+	c->c_send = 1;
+	c->s_ctx = ctx;
+	c->s_cq = want_cq != 0;
+	c->s_dst = dest;
+	c->s_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+	/* Linked first: the core may complete it inside the call. */
+	csend_link(p, c);
+	/* Callbacks inside are as inside lnx_pep_take, completions into the
+	 * ring included: the caller holds no ring lock (sending stays 0). */
+	p->arm = a;
+	p->ops = ops;
+	p->serial = serial;
+	if (tagged)
+		ret = has_data ? fi_tsenddata(p->ep, buf, len, NULL, data, fa, tag, c) :
+				 fi_tsend(p->ep, buf, len, NULL, fa, tag, c);
+	else
+		ret = has_data ? fi_senddata(p->ep, buf, len, NULL, data, fa, c) :
+				 fi_send(p->ep, buf, len, NULL, fa, c);
+	p->arm = NULL;
+	if (ret) {
+		csend_unlink(p, c);
+		free(c);
+		return -1;
+	}
+	p->tx_msgs++;
+	p->tx_bytes += len;
+	p->tx_big++;
+	return 0;
+}
+
+struct lnx_pctx *lnx_pep_csend_pop(struct lnx_pep *p, uint64_t id)
+{
+	struct lnx_pctx *c = p->csends;
+	if (!c)
+		return NULL;
+	csend_unlink(p, c);
+	c->id = id;
+	return c;
 }
 
 struct lnx_pentry *lnx_pep_stash_pop(struct lnx_pep *p, int *tagged)

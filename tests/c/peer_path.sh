@@ -6,8 +6,9 @@
 # 2.0 to 2.2 both processes must print the peer API's line, with sends and
 # receives on it; elsewhere (1.17) lnx keeps the transport adapter: no
 # such line, and the test reports a skip (77) once the program passed.
-# PEER_PATH_IN_C (below) asks for receives completed in C as well, and
-# PEER_PATH_SENT_IN_C for sends made in C.
+# PEER_PATH_IN_C (below) asks for receives completed in C as well,
+# PEER_PATH_SENT_IN_C for sends made in C, and PEER_PATH_BIG_IN_C for
+# sends over the core's inject size made in C.
 export FI_LNX_PEER_API=1 FI_LNX_DUMP_STATS=1
 out=$("$@" 2>&1)
 rc=$?
@@ -55,6 +56,22 @@ case "$ver" in
 			END { print "peer_path: " n " peer API lines, " q + 0 " with a tenth sent in C, at most " best + 0
 			      exit !(want == "tenth" ? n >= 2 && q == n : best >= want) }' ||
 			{ echo "peer_path: FAIL: sends were not sent in C ($PEER_PATH_SENT_IN_C)"; exit 1; }
+	fi
+	# PEER_PATH_BIG_IN_C=tenth: of each process's sends over the core's
+	# inject size (the peer API line's "sends"), at least a tenth must
+	# have been sent by lnx's C layer (" (N over the inject size)" after
+	# ", M sent in C"), and some process must have sent such.
+	if [ -n "${PEER_PATH_BIG_IN_C:-}" ]; then
+		echo "$out" | awk '/peer API: sends/ {
+			c = 0; s = 0
+			for (i = 1; i < NF; i++) {
+				if ($i == "sends") s = $(i + 1) + 0
+				if ($(i + 1) == "over" && $(i + 2) == "the" && $(i + 3) == "inject") c = substr($i, 2) + 0
+			}
+			n++; if (c * 10 >= s) q++; if (c > 0) some++ }
+			END { print "peer_path: " n " peer API lines, " q + 0 " with a tenth of their sends over the inject size sent in C, " some + 0 " with some"
+			      exit !(n >= 2 && q == n && some > 0) }' ||
+			{ echo "peer_path: FAIL: sends over the inject size were not sent in C"; exit 1; }
 	fi
 	;;
 *)

@@ -19,6 +19,16 @@
  *  - a receive completion the core writes inside the inject goes to Go
  *    (the CQ ring's lock is held by the send: with real locks a write
  *    into it would deadlock), and so does a message it reads there.
+ *  - a send over the core's inject size goes to the core's send (tsenddata,
+ *    send by kind) with the application's buffer and a context of C's;
+ *    nothing is in the ring until the core writes the completion in C's
+ *    poll (lnx_pep_take), which puts it there with the application's
+ *    context (none without FI_COMPLETION under selective completion), or
+ *    inside the send itself. Once Go adopted it (lnx_pep_csend_pop: the
+ *    application's context, flags and fi_addr, and Go's id), or when it
+ *    failed, its completion goes to Go instead. Go sends an inject of that
+ *    size (its buffer is reusable on return), one whose completion would go
+ *    to another CQ, and one the core answers -FI_EAGAIN; C keeps none.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,10 +106,43 @@ static ssize_t m_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint
 {
 	return got(0, 1, buf, len, data, dest, 0);
 }
+/* The core's sends (over its inject size): also the context they got,
+ * which the fake CQ completes (write_send). */
+static void *g_sctx;
+static ssize_t sent(int tagged, int has_data, const void *buf, size_t len, uint64_t data,
+		    fi_addr_t dest, uint64_t tag, void *ctx)
+{
+	g_sctx = ctx;
+	return got(tagged, has_data, buf, len, data, dest, tag);
+}
+static ssize_t t_send(struct fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest,
+		      uint64_t tag, void *ctx)
+{
+	return sent(1, 0, buf, len, 0, dest, tag, ctx);
+}
+static ssize_t t_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc, uint64_t data,
+			  fi_addr_t dest, uint64_t tag, void *ctx)
+{
+	return sent(1, 1, buf, len, data, dest, tag, ctx);
+}
+static ssize_t m_send(struct fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest,
+		      void *ctx)
+{
+	return sent(0, 0, buf, len, 0, dest, 0, ctx);
+}
+static ssize_t m_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc, uint64_t data,
+			  fi_addr_t dest, void *ctx)
+{
+	return sent(0, 1, buf, len, data, dest, 0, ctx);
+}
 static struct fi_ops_tagged fake_tagged = { .size = sizeof(struct fi_ops_tagged),
+					    .send = t_send,
+					    .senddata = t_senddata,
 					    .inject = t_inject,
 					    .injectdata = t_injectdata };
 static struct fi_ops_msg fake_msg = { .size = sizeof(struct fi_ops_msg),
+				      .send = m_send,
+				      .senddata = m_senddata,
 				      .inject = m_inject,
 				      .injectdata = m_injectdata };
 
@@ -120,6 +163,34 @@ static void core_writes(void)
 			      struct lnx_pentry **))o->get_tag)((uintptr_t)&g_p->srx, &a, &e);
 	((int (*)(struct lnx_pentry *))o->queue_tag)(e);
 }
+
+/* The core completes the send whose context it got last (write(), or
+ * writeerr() when g_send_err), as 2.1 shm does once the receiver copied
+ * the data: in its CQ read (lnx_pep_take), or inside the send. */
+static int g_send_err;
+static void write_send(void)
+{
+	struct lnx_peer_cq_owner *co = (void *)g_p->pcq.owner_ops;
+	if (g_send_err) {
+		struct fi_cq_err_entry e = { .op_context = g_sctx,
+					     .flags = FI_SEND | FI_TAGGED,
+					     .err = FI_ECONNREFUSED,
+					     .prov_errno = 7 };
+		((ssize_t(*)(struct lnx_peer_cq *, const struct fi_cq_err_entry *))co->writeerr)(
+			&g_p->pcq, &e);
+		return;
+	}
+	((ssize_t(*)(struct lnx_peer_cq *, void *, uint64_t, size_t, void *, uint64_t, uint64_t,
+		     uint64_t))co->write)(&g_p->pcq, g_sctx, FI_SEND | FI_TAGGED, 0, NULL, 0, 0,
+					  FI_ADDR_NOTAVAIL);
+}
+static ssize_t fake_cq_read(struct fid_cq *cq, void *buf, size_t count)
+{
+	(void)cq, (void)buf, (void)count;
+	write_send();
+	return -FI_EAGAIN;
+}
+static struct fi_ops_cq fake_cq_ops = { .size = sizeof(struct fi_ops_cq), .read = fake_cq_read };
 
 static struct lnx_fast *g_f;
 static uint64_t ring_len(void)
@@ -214,7 +285,6 @@ int main(void)
 	} no[] = {
 		{ "unpublished", 4, 5, LNX_OP_TAGGED, 0 },
 		{ "past LNX_PEP_DSTS", 4, LNX_PEP_DSTS, LNX_OP_TAGGED, 0 },
-		{ "over the core's inject size", 65, 3, LNX_OP_TAGGED, 0 },
 		{ "an inject over lnx's", 33, 3, LNX_OP_TAGGED | LNX_OP_INJECT, 0 },
 		{ "tx_on 0", 4, 3, LNX_OP_TAGGED, 0 },
 		{ "not lent", 4, 3, LNX_OP_TAGGED, 0 },
@@ -259,6 +329,119 @@ int main(void)
 	CHECK(p->arm == NULL && p->sending == 0, "lent state left behind");
 	int tagged;
 	free(lnx_pep_stash_pop(p, &tagged));
+	p->ncomp = 0;
+	f->cring->head = f->cring->tail;
+
+	/* Over the core's inject size (64): the core's send with the
+	 * application's buffer, the completion when the core writes it. */
+	struct fid_cq cq = { .ops = &fake_cq_ops };
+	p->cq = &cq;
+	p->csends_end = &p->csends;
+	char big[200];
+	memset(big, 'b', sizeof(big));
+	int calls = g.calls, go = 0;
+	uint64_t msgs = p->tx_msgs;
+	r = send_c(big, 100, 3, 0x66, 0xd0, &ctx[5], LNX_OP_TAGGED | LNX_OP_DATA);
+	CHECK(r == 0 && g.calls == calls + 1 && g.tagged && g.has_data && g.buf == big &&
+		      g.len == 100 && g.dest == 1 && g.tag == 0x66 && g.data == 0xd0 && g_sctx,
+	      "tsenddata of 100 bytes: %zd, %d core calls, buf %p len %zu dest %llu tag %#llx", r,
+	      g.calls - calls, g.buf, g.len, (unsigned long long)g.dest, (unsigned long long)g.tag);
+	CHECK(ring_len() == 0 && p->c_sends == 1 && p->tx_msgs == msgs + 1 && p->tx_big == 1,
+	      "before its completion: ring %llu, c_sends %u, tx_msgs +%llu, tx_big %llu",
+	      (unsigned long long)ring_len(), p->c_sends, (unsigned long long)(p->tx_msgs - msgs),
+	      (unsigned long long)p->tx_big);
+	int n = lnx_pep_take(p, &f->arm, 0, &lnx_arm_pep_ops, &go);
+	CHECK(n == 1 && go == 0 && ring_len() == 1 && x->ctx == &ctx[5] &&
+		      x->flags == (FI_SEND | FI_TAGGED) && p->c_sends == 0 && p->ncomp == 0,
+	      "its completion in C's poll: took %d, go %d, ring %llu, ctx %p, flags %#llx, "
+	      "c_sends %u, for Go %u",
+	      n, go, (unsigned long long)ring_len(), x->ctx, (unsigned long long)x->flags,
+	      p->c_sends, p->ncomp);
+	f->cring->head = f->cring->tail;
+
+	/* Completed inside the send call: into the ring too. */
+	g.inside = write_send;
+	r = send_c(big, 65, 3, 0x67, 0, &ctx[6], LNX_OP_TAGGED);
+	g.inside = NULL;
+	CHECK(r == 0 && ring_len() == 1 && x->ctx == &ctx[6] && p->c_sends == 0 && p->ncomp == 0 &&
+		      p->arm == NULL,
+	      "completed inside the send: %zd, ring %llu, c_sends %u, for Go %u", r,
+	      (unsigned long long)ring_len(), p->c_sends, p->ncomp);
+	f->cring->head = f->cring->tail;
+
+	/* Selective completion without FI_COMPLETION: nothing in the ring. */
+	f->tx_sel = 1;
+	r = send_c(big, 150, 3, 0x68, 0, &ctx[7], LNX_OP_TAGGED);
+	n = lnx_pep_take(p, &f->arm, 0, &lnx_arm_pep_ops, &go);
+	f->tx_sel = 0;
+	CHECK(r == 0 && n == 0 && go == 0 && ring_len() == 0 && p->c_sends == 0 && p->ncomp == 0,
+	      "no completion wanted: %zd, took %d, ring %llu, c_sends %u, for Go %u", r, n,
+	      (unsigned long long)ring_len(), p->c_sends, p->ncomp);
+
+	/* Adopted by Go before the core completed it (an fi_send: untagged,
+	 * its completion FI_SEND|FI_MSG): the completion goes to Go with Go's
+	 * id. */
+	r = send_c(big, 120, 4, 0, 0, &ctx[0], 0);
+	CHECK(r == LNX_FAST_DECLINED, "to an unpublished fi_addr: %zd", r);
+	r = send_c(big, 120, 3, 0, 0, &ctx[0], 0);
+	CHECK(r == 0 && !g.tagged && !g.has_data && g.len == 120 && p->c_sends == 1,
+	      "send of 120 bytes: %zd, tagged %d, len %zu, c_sends %u", r, g.tagged, g.len,
+	      p->c_sends);
+	struct lnx_pctx *c = lnx_pep_csend_pop(p, 77);
+	CHECK(c && c->s_ctx == &ctx[0] && c->s_flags == (FI_SEND | FI_MSG) && c->s_cq == 1 &&
+		      c->s_dst == 3 && p->c_sends == 0 && !lnx_pep_csend_pop(p, 78),
+	      "adopted: ctx %p flags %#llx cq %d dst %llu, c_sends %u", c ? c->s_ctx : NULL,
+	      c ? (unsigned long long)c->s_flags : 0ull, c ? c->s_cq : -1,
+	      c ? (unsigned long long)c->s_dst : 0ull, p->c_sends);
+	n = lnx_pep_take(p, &f->arm, 0, &lnx_arm_pep_ops, &go);
+	CHECK(n == 0 && go == 1 && ring_len() == 0 && p->ncomp == 1 && p->comps[0].id == 77 &&
+		      p->comps[0].c_send == 2 && p->comps[0].c_ctx == (uintptr_t)&ctx[0] &&
+		      p->comps[0].flags == (FI_SEND | FI_MSG) && p->comps[0].err == 0,
+	      "an adopted send's completion: took %d, go %d, ring %llu, for Go %u (id %llu, "
+	      "c_send %d, ctx %#llx)",
+	      n, go, (unsigned long long)ring_len(), p->ncomp, (unsigned long long)p->comps[0].id,
+	      p->comps[0].c_send, (unsigned long long)p->comps[0].c_ctx);
+	p->ncomp = 0;
+
+	/* Failed (writeerr) before Go adopted it: to Go, id 0, the error. */
+	r = send_c(big, 90, 3, 0x69, 0, &ctx[1], LNX_OP_TAGGED);
+	g_send_err = 1;
+	n = lnx_pep_take(p, &f->arm, 0, &lnx_arm_pep_ops, &go);
+	g_send_err = 0;
+	CHECK(r == 0 && ring_len() == 0 && p->c_sends == 0 && p->ncomp == 1 &&
+		      p->comps[0].id == 0 && p->comps[0].c_send == 2 &&
+		      p->comps[0].c_ctx == (uintptr_t)&ctx[1] &&
+		      p->comps[0].err == FI_ECONNREFUSED && p->comps[0].prov_err == 7,
+	      "a failed send: ring %llu, c_sends %u, for Go %u (id %llu, err %d)",
+	      (unsigned long long)ring_len(), p->c_sends, p->ncomp,
+	      (unsigned long long)p->comps[0].id, p->comps[0].err);
+	p->ncomp = 0;
+
+	/* Go's: an inject of this size (lnx's inject size above the core's),
+	 * a completion due on another CQ, the core's -FI_EAGAIN. C calls the
+	 * core only for the last, and keeps nothing. */
+	struct lnx_cring other = { .format = FI_CQ_FORMAT_TAGGED };
+	calls = g.calls;
+	msgs = p->tx_msgs;
+	f->inject_size = 128;
+	r = send_c(big, 100, 3, 0x1, 0, NULL, LNX_OP_TAGGED | LNX_OP_INJECT);
+	CHECK(r == LNX_FAST_DECLINED && g.calls == calls, "an inject of 100 bytes: %zd", r);
+	f->tx_flags = FI_INJECT;
+	r = send_c(big, 100, 3, 0x1, 0, &ctx[2], LNX_OP_TAGGED);
+	f->tx_flags = 0;
+	f->inject_size = 32;
+	CHECK(r == LNX_FAST_DECLINED && g.calls == calls, "FI_INJECT in the op flags: %zd", r);
+	f->arm.cring = &other;
+	r = send_c(big, 100, 3, 0x1, 0, &ctx[2], LNX_OP_TAGGED);
+	f->arm.cring = f->cring;
+	CHECK(r == LNX_FAST_DECLINED && g.calls == calls, "another CQ: %zd", r);
+	g.ret = -FI_EAGAIN;
+	r = send_c(big, 100, 3, 0x1, 0, &ctx[2], LNX_OP_TAGGED);
+	g.ret = 0;
+	CHECK(r == LNX_FAST_DECLINED && g.calls == calls + 1 && p->c_sends == 0 && !p->csends &&
+		      p->tx_msgs == msgs && ring_len() == 0,
+	      "-FI_EAGAIN: %zd, c_sends %u, counted %llu", r, p->c_sends,
+	      (unsigned long long)(p->tx_msgs - msgs));
 
 	free(f->cring);
 	free(f);
