@@ -31,7 +31,9 @@ static int lnx_copyable_big(const void *buf, size_t len)
 		pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	if (len <= pg)
 		return 1;
-	unsigned char vec[64];
+	/* As many pages per call as Go's memmap.Mapped (16 MiB of 4 KiB
+	 * pages): a 1 MiB buffer in one system call, not four. */
+	unsigned char vec[4096];
 	uintptr_t start = (uintptr_t)buf & ~(pg - 1), end = (uintptr_t)buf + len;
 	while (start < end) {
 		uintptr_t n = end - start < sizeof(vec) * pg ? end - start : sizeof(vec) * pg;
