@@ -63,6 +63,10 @@ type peerCore struct {
 	bound bool
 	anon  uint64
 
+	// checkBufs: FI_LNX_CHECK_SEND_BUFFERS (memmap.Checked before a send
+	// the core reads later; one copied in this process is always checked).
+	checkBufs bool
+
 	// Lent to C (lend): lent until takeBack, then adoptDue until disarm
 	// adopts what C left to Go. srcAV, srcGen, srcN: what lendSrcs last
 	// told C from.
@@ -134,6 +138,8 @@ func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
 		return nil, err
 	}
 	c.ep = ep
+	c.checkBufs = e.cfg().CheckSendBuffers
+	ep.SetCheckBuffers(c.checkBufs)
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	id := binary.LittleEndian.Uint64(b[:])&(1<<56-1) | 1
@@ -732,15 +738,25 @@ func (c *peerCore) send(dest uint64, side *ofi.Peer, tagged bool, hdr msgHdr, io
 	if len(iovs) > peerep.MaxIov {
 		return false, fi.Wrap(fi.EINVAL, "%d pieces exceed the peer core's %d", len(iovs), peerep.MaxIov)
 	}
+	// The core reads the buffer itself: one not mapped over its length
+	// would fail inside tcp and break the connection (internal/memmap).
+	// FI_LNX_CHECK_SEND_BUFFERS=0 leaves that to the core, but for a
+	// buffer copied in this process (an inject, or within the core's
+	// inject size), which would crash it.
+	check := c.checkBufs || inject
+	if !check {
+		total := 0
+		for _, b := range iovs {
+			total += len(b)
+		}
+		check = total <= c.ep.Inject
+	}
 	n := 0
 	for _, b := range iovs {
 		if len(b) == 0 {
 			continue
 		}
-		// The core reads the buffer itself: one not mapped over its
-		// length would fail inside tcp and break the connection
-		// (internal/memmap).
-		if !memmap.Checked(b) {
+		if check && !memmap.Checked(b) {
 			return false, fi.Wrap(fi.EFAULT, "send buffer of %d bytes at %p is not mapped over its length", len(b), unsafe.SliceData(b))
 		}
 		bases[n], lens[n] = unsafeSliceData(b), uint64(len(b))

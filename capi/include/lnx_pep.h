@@ -120,11 +120,12 @@ struct lnx_pep {
 	int took;			   /* receives completed into the arm's ring in this take */
 	uint32_t c_pending;		   /* receives C matched that the core has not completed */
 	struct lnx_pentry *stash, **stash_end; /* messages left to Go */
-	int sending;	   /* inside lnx_pep_send_lent: no completion into the ring */
-	uint32_t tx_on;	   /* Go: C may send through the core while lent */
-	uint64_t tx_msgs;  /* sends C made (lnx_pep_send_lent), under the arm lock; */
-	uint64_t tx_bytes; /* Go takes them back with the core; */
-	uint64_t tx_big;   /* of tx_msgs, those over the inject size */
+	int sending;	     /* inside lnx_pep_send_lent: no completion into the ring */
+	uint32_t tx_on;	     /* Go: C may send through the core while lent */
+	uint32_t check_bufs; /* Go: mincore a send buffer the core reads later */
+	uint64_t tx_msgs;    /* sends C made (lnx_pep_send_lent), under the arm lock; */
+	uint64_t tx_bytes;   /* Go takes them back with the core; */
+	uint64_t tx_big;     /* of tx_msgs, those over the inject size */
 	/* Sends C made over the inject size that the core has not completed
 	 * and Go has not adopted (struct lnx_pctx's c_send), oldest first,
 	 * and their number: Go adopts them (lnx_pep_csend_pop) when it takes

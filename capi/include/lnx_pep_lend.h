@@ -66,6 +66,10 @@ int lnx_pep_send_lent_big(void *pep, struct lnx_arm *a, int serial,
 			  const void *buf, size_t len, uint64_t tag, uint64_t data, int has_data,
 			  void *ctx, int want_cq);
 
+/* Whether a send buffer the core reads after the call (over its inject
+ * size) must be checked for being mapped first (FI_LNX_CHECK_SEND_BUFFERS). */
+int lnx_pep_checks_bufs(const void *pep);
+
 /* The core's inject size: the largest send lnx_pep_send_lent takes. */
 size_t lnx_pep_inject_size(const void *pep);
 

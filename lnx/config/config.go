@@ -54,16 +54,20 @@ type Config struct {
 	NativeRMA  bool
 	// PeerAPI: drive network cores that accept it through the peer
 	// API (FI_LNX_PEER_API, libfabric 2.x only; default off).
-	PeerAPI    bool
-	FastSend   bool
-	FastRndv   bool
-	FastRecv   bool
-	ArmRecv    bool
-	RearmRecv  bool
-	HmemIPC    bool
-	MRCacheMax int
-	CudaLib    string // "" means libcuda.so.1; "none" disables
-	RocmLib    string // "" means libamdhip64.so; "none" disables
+	PeerAPI bool
+	// CheckSendBuffers: on the peer API path, mincore a send buffer over
+	// a page before the core reads it (FI_LNX_CHECK_SEND_BUFFERS,
+	// default on).
+	CheckSendBuffers bool
+	FastSend         bool
+	FastRndv         bool
+	FastRecv         bool
+	ArmRecv          bool
+	RearmRecv        bool
+	HmemIPC          bool
+	MRCacheMax       int
+	CudaLib          string // "" means libcuda.so.1; "none" disables
+	RocmLib          string // "" means libamdhip64.so; "none" disables
 	// WaitSleepMax bounds the sleep between two polls of a blocked wait.
 	WaitSleepMax time.Duration
 }
@@ -73,28 +77,29 @@ type Config struct {
 func Load(getenv func(string) string) *Config {
 	r := reader{getenv}
 	return &Config{
-		Links:         r.str(Links),
-		DisableShm:    r.on(DisableShm),
-		NodeID:        r.str(NodeID),
-		Rails:         r.rails(),
-		NetAddrFormat: r.addrFormat(),
-		DumpStats:     r.on(DumpStats),
-		UnexpectedMax: r.size(UnexpectedMax, DefaultUnexpectedMax),
-		PeerTimeout:   r.peerTimeout(),
-		NetCredits:    r.credits(),
-		NetRead:       !r.off(NetRead),
-		NativeRMA:     !r.off(NativeRMA),
-		PeerAPI:       r.on(PeerAPI),
-		FastSend:      !r.off(FastSend),
-		FastRndv:      !r.off(FastRndv),
-		FastRecv:      !r.off(FastRecv),
-		ArmRecv:       !r.off(ArmRecv),
-		RearmRecv:     !r.off(RearmRecv),
-		HmemIPC:       !r.off(HmemIPC),
-		MRCacheMax:    int(r.size(MRCacheMax, DefaultMRCacheMax)),
-		CudaLib:       r.str(CudaLib),
-		RocmLib:       r.str(RocmLib),
-		WaitSleepMax:  r.waitSleepMax(),
+		Links:            r.str(Links),
+		DisableShm:       r.on(DisableShm),
+		NodeID:           r.str(NodeID),
+		Rails:            r.rails(),
+		NetAddrFormat:    r.addrFormat(),
+		DumpStats:        r.on(DumpStats),
+		UnexpectedMax:    r.size(UnexpectedMax, DefaultUnexpectedMax),
+		PeerTimeout:      r.peerTimeout(),
+		NetCredits:       r.credits(),
+		NetRead:          !r.off(NetRead),
+		NativeRMA:        !r.off(NativeRMA),
+		PeerAPI:          r.on(PeerAPI),
+		CheckSendBuffers: !r.off(CheckSendBuffers),
+		FastSend:         !r.off(FastSend),
+		FastRndv:         !r.off(FastRndv),
+		FastRecv:         !r.off(FastRecv),
+		ArmRecv:          !r.off(ArmRecv),
+		RearmRecv:        !r.off(RearmRecv),
+		HmemIPC:          !r.off(HmemIPC),
+		MRCacheMax:       int(r.size(MRCacheMax, DefaultMRCacheMax)),
+		CudaLib:          r.str(CudaLib),
+		RocmLib:          r.str(RocmLib),
+		WaitSleepMax:     r.waitSleepMax(),
 	}
 }
 

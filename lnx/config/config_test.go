@@ -16,7 +16,7 @@ func env(m map[string]string) func(string) string { return func(k string) string
 func TestDefaults(t *testing.T) {
 	c := Load(env(nil))
 	want := &Config{Rails: PerPeer, UnexpectedMax: DefaultUnexpectedMax, PeerTimeout: ofi.DefaultPeerTimeout,
-		NetRead: true, NativeRMA: true, FastSend: true, FastRndv: true, FastRecv: true, ArmRecv: true, RearmRecv: true, HmemIPC: true,
+		NetRead: true, NativeRMA: true, CheckSendBuffers: true, FastSend: true, FastRndv: true, FastRecv: true, ArmRecv: true, RearmRecv: true, HmemIPC: true,
 		MRCacheMax: DefaultMRCacheMax, WaitSleepMax: DefaultWaitSleepMax}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
@@ -27,7 +27,7 @@ func TestValues(t *testing.T) {
 	c := Load(env(map[string]string{
 		Links: " shm+tcp;ofi_rxm ", DisableShm: "yes", NodeID: "n1", MultiRailSelection: "per_msg",
 		NetAddrFormat: "inet6", DumpStats: "1", UnexpectedMax: "2m", PeerTimeout: "3s", NetCredits: "0",
-		NetRead: "off", NativeRMA: "off", FastSend: "0", FastRndv: "off", FastRecv: "no", ArmRecv: "false", RearmRecv: "n", HmemIPC: "0",
+		NetRead: "off", NativeRMA: "off", CheckSendBuffers: "off", FastSend: "0", FastRndv: "off", FastRecv: "no", ArmRecv: "false", RearmRecv: "n", HmemIPC: "0",
 		MRCacheMax: "0", CudaLib: "none", RocmLib: "/opt/rocm/lib/libamdhip64.so", WaitSleepMax: "250us",
 	}))
 	want := &Config{Links: "shm+tcp;ofi_rxm", DisableShm: true, NodeID: "n1", Rails: PerMsg,

@@ -28,6 +28,7 @@ const (
 	WaitSleepMax       = "FI_LNX_WAIT_SLEEP_MAX"
 	NativeRMA          = "FI_LNX_NATIVE_RMA"
 	PeerAPI            = "FI_LNX_PEER_API"
+	CheckSendBuffers   = "FI_LNX_CHECK_SEND_BUFFERS"
 )
 
 // ParamType says how `fi_info -e` shows a variable (capi maps it to
@@ -73,6 +74,10 @@ var Vars = []Var{
 		"where it can carry them (default: on; off: the target executes every one-sided operation)."},
 	{PeerAPI, ParamBool, "Under libfabric 2.0 to 2.2, drive a network core that accepts a peer SRX and peer CQ " +
 		"(shm as fi_shm, tcp;ofi_rxm) through the peer API instead of lnx's transport adapter (default: off)."},
+	{CheckSendBuffers, ParamBool, "On the peer API path, check that a send buffer over a page is mapped over its " +
+		"length (one mincore) before the core reads it later, so that a short buffer fails the send at the call " +
+		"(default: on). Off, the core fails it: an error completion over shm with CMA, a broken connection over " +
+		"tcp;ofi_rxm, a crash where the core copies it in this process."},
 	{NetRead, ParamBool, "Large network sends of one buffer are read by the receiver (RMA) where the core can (default: on)."},
 	{FastSend, ParamBool, "Write small sends to peers on this node from C, without calling into Go (default: on)."},
 	{FastRndv, ParamBool, "With FI_LNX_FAST_SEND, C also posts shm rendezvous sends (above the eager limit, up to 4 MiB) " +

@@ -165,6 +165,17 @@ func (ep *EP) SetDst(a, core uint64, known bool) {
 	atomic.StoreUint64((*uint64)(unsafe.Pointer(&ep.c.dst[a])), core)
 }
 
+// SetCheckBuffers says whether C checks that a send buffer over a page
+// is mapped before the core reads it later (FI_LNX_CHECK_SEND_BUFFERS).
+// Only while not lent.
+func (ep *EP) SetCheckBuffers(on bool) {
+	var v C.uint32_t
+	if on {
+		v = 1
+	}
+	ep.c.check_bufs = v
+}
+
 // SetTx says whether C may send through the core while lent. Only while
 // not lent.
 func (ep *EP) SetTx(on bool) {

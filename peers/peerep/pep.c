@@ -397,6 +397,7 @@ struct lnx_pep *lnx_pep_open(struct fid_domain *dom, struct fi_info *info, const
 	if (!p)
 		return NULL;
 	p->handle = handle;
+	p->check_bufs = 1;
 	p->stash_end = &p->stash;
 	p->csends_end = &p->csends;
 	for (int i = 0; i < LNX_PEP_SRCS; i++)
@@ -684,6 +685,11 @@ int lnx_pep_take(void *pep, struct lnx_arm *a, int serial, const struct lnx_pep_
 	if ((n < 0 && n != -FI_EAGAIN) || lnx_pep_held(p))
 		*go = 1;
 	return p->took;
+}
+
+int lnx_pep_checks_bufs(const void *pep)
+{
+	return __atomic_load_n(&((const struct lnx_pep *)pep)->check_bufs, __ATOMIC_RELAXED) != 0;
 }
 
 size_t lnx_pep_inject_size(const void *pep)
