@@ -261,17 +261,26 @@ func (c *peerCore) SendC(id, flags uint64, ctx uintptr, cq bool, errno, provErr 
 		err = fi.Wrap(fi.Errno(errno), "peer core send failed (prov_errno %d)", provErr)
 	}
 	if id != 0 {
-		if _, ok := c.dropped[id]; ok {
-			delete(c.dropped, id) // failed already (peerGone)
+		if !c.settle(id) {
 			return
-		}
-		if p, ok := c.watch[id]; ok {
-			delete(c.watch, id)
-			p.Transport().Unwatch(p)
 		}
 		delete(c.csends, id)
 	}
 	c.e.completeSend(ptrOf(ctx), flags, cq, err)
+}
+
+// settle ends the watch of send id, whose core completion came; false
+// when peerGone failed it already (the completion is then dropped).
+func (c *peerCore) settle(id uint64) bool {
+	if _, ok := c.dropped[id]; ok {
+		delete(c.dropped, id)
+		return false
+	}
+	if p, ok := c.watch[id]; ok {
+		delete(c.watch, id)
+		p.Transport().Unwatch(p)
+	}
+	return true
 }
 
 // finishSend completes send id with err: Endpoint.Send's, or one C made
@@ -686,13 +695,8 @@ func (c *peerCore) WriteErr(id, flags, n, data, tag uint64, errno, provErr int, 
 // sendDone completes send id, or keeps its result for Send when the core
 // wrote it inside the send call (before Send recorded it).
 func (c *peerCore) sendDone(id uint64, err error) {
-	if _, ok := c.dropped[id]; ok {
-		delete(c.dropped, id) // failed already (peerGone)
+	if !c.settle(id) {
 		return
-	}
-	if p, ok := c.watch[id]; ok {
-		delete(c.watch, id)
-		p.Transport().Unwatch(p)
 	}
 	if _, ok := c.e.sends[id]; ok {
 		c.e.onSendDone(id, err)

@@ -497,6 +497,17 @@ static ssize_t pep_inject(struct lnx_pep *p, int tagged, const void *buf, size_t
 			  fi_inject(p->ep, buf, len, dest);
 }
 
+/* The core's send of one buffer for a message's kind, with context c. */
+static ssize_t pep_send_one(struct lnx_pep *p, int tagged, const void *buf, size_t len,
+			    int has_data, uint64_t data, fi_addr_t dest, uint64_t tag, void *c)
+{
+	if (tagged)
+		return has_data ? fi_tsenddata(p->ep, buf, len, NULL, data, dest, tag, c) :
+				  fi_tsend(p->ep, buf, len, NULL, dest, tag, c);
+	return has_data ? fi_senddata(p->ep, buf, len, NULL, data, dest, c) :
+			  fi_send(p->ep, buf, len, NULL, dest, c);
+}
+
 ssize_t lnx_pep_send(struct lnx_pep *p, int tagged, void **base, size_t *len, int n, uint64_t dest,
 		     uint64_t tag, uint64_t data, int has_data, int inject, uint64_t id)
 {
@@ -556,12 +567,7 @@ copy:
 	if (n <= 1) {
 		void *b = n ? iov[0].iov_base : NULL;
 		size_t l = n ? iov[0].iov_len : 0;
-		if (tagged)
-			ret = has_data ? fi_tsenddata(p->ep, b, l, NULL, data, dest, tag, c) :
-					 fi_tsend(p->ep, b, l, NULL, dest, tag, c);
-		else
-			ret = has_data ? fi_senddata(p->ep, b, l, NULL, data, dest, c) :
-					 fi_send(p->ep, b, l, NULL, dest, c);
+		ret = pep_send_one(p, tagged, b, l, has_data, data, dest, tag, c);
 	} else {
 		uint64_t flags = FI_COMPLETION | (has_data ? FI_REMOTE_CQ_DATA : 0);
 		if (tagged) {
@@ -750,12 +756,7 @@ int lnx_pep_send_lent_big(void *pep, struct lnx_arm *a, int serial,
 	p->arm = a;
 	p->ops = ops;
 	p->serial = serial;
-	if (tagged)
-		ret = has_data ? fi_tsenddata(p->ep, buf, len, NULL, data, fa, tag, c) :
-				 fi_tsend(p->ep, buf, len, NULL, fa, tag, c);
-	else
-		ret = has_data ? fi_senddata(p->ep, buf, len, NULL, data, fa, c) :
-				 fi_send(p->ep, buf, len, NULL, fa, c);
+	ret = pep_send_one(p, tagged, buf, len, has_data, data, fa, tag, c);
 	p->arm = NULL;
 	if (ret) {
 		csend_unlink(p, c);
