@@ -160,6 +160,14 @@ static ssize_t lnx_fast_put_net(struct lnx_arm *a, int serial, fi_addr_t dest, u
 	return ret;
 }
 
+/* lnx_fast_one_ring: the transmit CQ's completions can go into the ring
+ * of the receive CQ the arm was lent with, which C's poll writes when a
+ * send completes later (a->lock held). */
+static inline int lnx_fast_one_ring(struct lnx_fast *f)
+{
+	return f->arm.cring && f->arm.cring == __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE);
+}
+
 /*
  * lnx_fast_put_rndv posts a rendezvous send (a message above the peer's
  * eager limit, up to the slot's rndv_max) to a same-node peer's shm ring,
@@ -183,8 +191,7 @@ static ssize_t lnx_fast_put_rndv(struct lnx_fast *f, struct lnx_txslot *s, int s
 	if (len > __atomic_load_n(&s->rndv_max, __ATOMIC_RELAXED) ||
 	    !__atomic_load_n(&a->lent, __ATOMIC_RELAXED) || !lnx_trylock(&a->lock, serial))
 		return ret;
-	if (!__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) || !a->cring ||
-	    a->cring != __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) || !lnx_fast_one_ring(f))
 		goto out;
 	uint32_t k = 0, j;
 	for (; k < a->ntx && a->tx[k] != (uintptr_t)s; k++)
@@ -311,8 +318,7 @@ static ssize_t lnx_fast_send_pep(struct lnx_fast *f, int serial, const struct io
 		 * mincore, 2-2.5 us of a 16 KiB message over libfabric's shm)
 		 * may be off: the core then fails a short buffer itself. */
 		if ((kind & LNX_OP_INJECT) || (m.txf & FI_INJECT) ||
-		    (m.want_cq &&
-		     (!a->cring || a->cring != __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE))) ||
+		    (m.want_cq && !lnx_fast_one_ring(f)) ||
 		    (lnx_pep_checks_bufs((void *)a->pep) && !lnx_copyable(m.buf, m.len)))
 			goto out;
 		if (lnx_pep_send_lent_big((void *)a->pep, a, serial, &lnx_arm_pep_ops, dest,

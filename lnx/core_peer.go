@@ -228,12 +228,12 @@ func (c *peerCore) takeBack([]uint64) {
 // (peerGone). One to a peer declared gone meanwhile fails at once.
 func (c *peerCore) adoptSends() {
 	for {
-		c.e.nextSend++
-		id := c.e.nextSend
+		id := c.e.nextSend + 1
 		s, ok := c.ep.PopSend(id)
 		if !ok {
 			return
 		}
+		c.e.nextSend = id
 		var side *ofi.Peer
 		if rt := c.e.routes[s.Dst]; rt != nil {
 			side = rt.net
@@ -241,8 +241,7 @@ func (c *peerCore) adoptSends() {
 		if side != nil && side.Gone() {
 			c.dropped[id] = struct{}{}
 			c.gone++
-			c.e.completeSend(ptrOf(s.Ctx), s.Flags, s.CQ,
-				fi.Wrap(fi.EIO, "peer is gone (its side transport stopped answering)"))
+			c.e.completeSend(ptrOf(s.Ctx), s.Flags, s.CQ, errSideGone)
 			continue
 		}
 		c.csends[id] = s
@@ -252,6 +251,9 @@ func (c *peerCore) adoptSends() {
 		}
 	}
 }
+
+// errSideGone fails a send to a peer whose side transport declared it gone.
+var errSideGone = fi.Wrap(fi.EIO, "peer is gone (its side transport stopped answering)")
 
 // SendC (peerep.Owner): a send C made completed where C could not write
 // its completion (the ring full, after Go adopted it, or an error).
@@ -735,7 +737,7 @@ func (c *peerCore) peerGone(src uint64, err error) {
 // while the send is in the core (peerGone).
 func (c *peerCore) send(dest uint64, side *ofi.Peer, tagged bool, hdr msgHdr, iovs [][]byte, inject bool, id uint64) (bool, error) {
 	if side != nil && side.Gone() {
-		return false, fi.Wrap(fi.EIO, "peer is gone (its side transport stopped answering)")
+		return false, errSideGone
 	}
 	var bases [peerep.MaxIov]unsafe.Pointer
 	var lens [peerep.MaxIov]uint64

@@ -208,6 +208,9 @@ type CSend struct {
 // (Owner.SendC) carries id from now. ok false: none is left. Only while
 // not lent.
 func (ep *EP) PopSend(id uint64) (s CSend, ok bool) {
+	if ep.c.csends == nil {
+		return s, false // the common case, at every takeBack: no cgo call
+	}
 	c := C.lnx_pep_csend_pop(ep.c, C.uint64_t(id))
 	if c == nil {
 		return s, false
