@@ -990,3 +990,35 @@ int count_fds(void)
 	closedir(d);
 	return n;
 }
+
+void xwrite(int fd, const void *b, size_t n)
+{
+	if (write(fd, b, n) != (ssize_t)n)
+		FAIL("write to the test driver: %s", strerror(errno));
+}
+
+void xread(int fd, void *b, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = read(fd, (char *)b + got, n - got);
+		if (r <= 0)
+			FAIL("read from the test driver: %s", r ? strerror(errno) : "EOF");
+		got += (size_t)r;
+	}
+}
+
+void wait_readable(int sock, struct fid_cq *cq)
+{
+	struct pollfd pfd = { .fd = sock, .events = POLLIN };
+	uint64_t dl = now_ms() + 60000;
+	while (poll(&pfd, 1, 0) == 0) {
+		int r = cq_progress(cq);
+		if (r < 0)
+			FAIL("progress: %d (%s)", r, fi_strerror(-r));
+		if (now_ms() > dl)
+			FAIL("nothing from the test driver in 60 s");
+		if (r == 0)
+			sched_yield();
+	}
+}

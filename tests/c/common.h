@@ -234,6 +234,14 @@ void expect_no_completion(struct fid_cq *cq, int ms, const char *what);
 /* Progresses cq for ms milliseconds, stashing whatever completes. */
 void progress_for(struct fid_cq *cq, int ms);
 
+/* All of n bytes to or from a test driver's socket or pipe, or FAIL. */
+void xwrite(int fd, const void *b, size_t n);
+void xread(int fd, void *b, size_t n);
+/* Waits up to 60 s for sock to be readable while progressing cq, as a
+ * server's main loop would (a core's connection set-up and lnx's finding
+ * of dead peers happen in progress). */
+void wait_readable(int sock, struct fid_cq *cq);
+
 /* Open file descriptors of this process (leak checks). */
 int count_fds(void);
 

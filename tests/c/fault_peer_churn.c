@@ -42,40 +42,6 @@ static size_t xfer_len(int c)
 	return g_kill && (c & 1) ? SMALL : BIG;
 }
 
-/* Waits for sock to be readable while progressing cq, as a server's main
- * loop would: lnx finds dead peers during progress. */
-static void wait_readable(int sock, struct fid_cq *cq)
-{
-	struct pollfd pfd = { .fd = sock, .events = POLLIN };
-	uint64_t dl = now_ms() + 60000;
-	while (poll(&pfd, 1, 0) == 0) {
-		int r = cq_progress(cq);
-		if (r < 0)
-			FAIL("progress: %d (%s)", r, fi_strerror(-r));
-		if (now_ms() > dl)
-			FAIL("nothing from the test driver in 60 s");
-		if (r == 0)
-			sched_yield();
-	}
-}
-
-static void xwrite(int fd, const void *b, size_t n)
-{
-	if (write(fd, b, n) != (ssize_t)n)
-		FAIL("write: %s", strerror(errno));
-}
-
-static void xread(int fd, void *b, size_t n)
-{
-	size_t got = 0;
-	while (got < n) {
-		ssize_t r = read(fd, (char *)b + got, n - got);
-		if (r <= 0)
-			FAIL("read: %s", r ? strerror(errno) : "EOF");
-		got += (size_t)r;
-	}
-}
-
 /* Lines of /proc/self/maps that map an lnx shm region. */
 static int shm_mappings(void)
 {
@@ -147,9 +113,8 @@ static void server(int sock, const struct lnx_opts *o, int clients)
 		CHECK_RC(fi_av_insert(l.av, name, 1, &addr, 0, NULL), 1);
 		memset(buf, 0, BIG);
 		CHECK(fi_trecv(l.ep, buf, n, NULL, addr, c, 0, &ctx));
-		/* The client sends only now: a message progressed before its
-		 * sender is in the AV has no source a directed receive can
-		 * match. */
+		/* The client sends only now, to a receive already posted
+		 * (late_insert covers messages that come before the insert). */
 		xwrite(sock, "g", 1);
 		wait_ok(l.cq, &e, &src, "data from a client");
 		EXPECT(e.op_context == &ctx && e.len == n && e.tag == (uint64_t)c && src == addr,

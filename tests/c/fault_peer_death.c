@@ -58,23 +58,6 @@
 
 #define BIG (4u << 20)
 
-static void xwrite(int fd, const void *b, size_t n)
-{
-	if (write(fd, b, n) != (ssize_t)n)
-		FAIL("pipe write");
-}
-
-static void xread(int fd, void *b, size_t n)
-{
-	size_t got = 0;
-	while (got < n) {
-		ssize_t r = read(fd, (char *)b + got, n - got);
-		if (r <= 0)
-			FAIL("pipe read");
-		got += (size_t)r;
-	}
-}
-
 /* "shm", "tcp", "rma" or "rma_tcp": which core carries the transfers and
  * whether endpoints have the one-sided caps (see main). */
 static const char *g_mode = "shm";
