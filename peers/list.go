@@ -106,6 +106,29 @@ func (l *msgList) push(i int, m *Msg) {
 	l.tail = m
 }
 
+// insertBySeq puts m into list i in arrival order (seq): a message whose
+// source became known goes back among the others where it arrived.
+func (l *msgList) insertBySeq(i int, m *Msg) {
+	p := l.tail
+	for p != nil && p.seq > m.seq {
+		p = p.links[i].prev
+	}
+	ln := &m.links[i]
+	ln.list, ln.prev = l, p
+	if p == nil {
+		ln.next = l.head
+		l.head = m
+	} else {
+		ln.next = p.links[i].next
+		p.links[i].next = m
+	}
+	if ln.next != nil {
+		ln.next.links[i].prev = m
+	} else {
+		l.tail = m
+	}
+}
+
 // unlinkMsg removes m from its list i and returns that list.
 func unlinkMsg(i int, m *Msg) *msgList {
 	ln := &m.links[i]

@@ -287,6 +287,82 @@ func (q *Queue) Arrive(m *Msg) *Recv {
 	return nil
 }
 
+// Resolved is an unexpected message that Resolve gave a posted receive.
+type Resolved struct {
+	Msg  *Msg
+	Recv *Recv
+}
+
+// Resolve gives each unexpected or claimed message from source from (a
+// sender not known when it arrived) the source f returns for it, in
+// arrival order; f returning from leaves the message as it was. A message
+// so resolved keeps its place in the arrival order and matches as if it
+// had arrived with that source: when a posted receive takes it, it leaves
+// the queue and the pair is returned, in arrival order, for the caller to
+// deliver. f runs with q locked and must not call q's methods.
+func (q *Queue) Resolve(from uint64, f func(*Msg) uint64) []Resolved {
+	q.lock()
+	defer q.unlock()
+	var l *msgList
+	link := mBucket
+	if q.tagged {
+		l, link = q.bySrc[from], mSrc
+	} else {
+		l = q.unexp[q.key(from, 0)]
+	}
+	var cands []*Msg
+	if l != nil {
+		for m := l.head; m != nil; m = m.links[link].next {
+			cands = append(cands, m)
+		}
+	}
+	var out []Resolved
+	for _, m := range cands {
+		src := f(m)
+		if src == from {
+			continue
+		}
+		q.removeUnexpected(m)
+		m.Src = src
+		if r := q.takePosted(m); r != nil {
+			out = append(out, Resolved{Msg: m, Recv: r})
+			continue
+		}
+		q.reinsert(m)
+	}
+	for _, m := range q.claimed {
+		if m.Src == from {
+			m.Src = f(m)
+		}
+	}
+	return out
+}
+
+// reinsert queues m, which removeUnexpected took out, as unexpected again
+// in its arrival place (its seq unchanged).
+func (q *Queue) reinsert(m *Msg) {
+	m.q = q
+	m.state = msgUnexpected
+	k := q.key(m.Src, m.Tag)
+	l := q.unexp[k]
+	if l == nil {
+		l = q.newMsgList(k)
+		q.unexp[k] = l
+	}
+	l.insertBySeq(mBucket, m)
+	if q.tagged {
+		s := q.bySrc[m.Src]
+		if s == nil {
+			s = q.newMsgList(key{src: m.Src})
+			q.bySrc[m.Src] = s
+		}
+		s.insertBySeq(mSrc, m)
+	}
+	q.arrivals.insertBySeq(mAll, m)
+	q.nUnexp++
+	q.unexpBytes += m.Size
+}
+
 // findMsg returns the earliest-arrived unexpected message matching the
 // receive criteria, or nil.
 func (q *Queue) findMsg(src, tag, ignore uint64) *Msg {

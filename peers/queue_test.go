@@ -552,3 +552,102 @@ func TestAppendPosted(t *testing.T) {
 		t.Fatalf("AppendPosted changed the queue: %d posted", p)
 	}
 }
+
+// Messages from a sender unknown on arrival (anon) get their source once it
+// is known: in their arrival place among that source's messages, taken by a
+// receive posted for that source meanwhile, claimed ones too.
+func TestResolve(t *testing.T) {
+	const anon = AddrUnspec
+	for _, tagged := range []bool{true, false} {
+		q := NewSerialQueue(tagged)
+		tag := func(v uint64) uint64 {
+			if tagged {
+				return v
+			}
+			return 0
+		}
+		m0 := &Msg{Src: anon, Tag: tag(7), Size: 16, Ctx: "m0"} // claimed
+		m1 := &Msg{Src: anon, Tag: tag(5), Size: 1, Ctx: "m1"}  // becomes 3's
+		m2 := &Msg{Src: 3, Tag: tag(5), Size: 2, Ctx: "m2"}     // 3's from the start
+		m3 := &Msg{Src: anon, Tag: tag(6), Size: 4, Ctx: "m3"}  // becomes 9's, r1 takes it
+		m4 := &Msg{Src: anon, Tag: tag(5), Size: 8, Ctx: "m4"}  // stays unknown
+		for _, m := range []*Msg{m0, m1, m2, m3, m4} {
+			if r := q.Arrive(m); r != nil {
+				t.Fatalf("tagged %v: %s matched %v", tagged, m.Ctx, r.Ctx)
+			}
+		}
+		if c := q.ClaimMatch("k", anon, tag(7), 0); c != m0 {
+			t.Fatalf("tagged %v: claimed %v", tagged, c)
+		}
+		r1 := &Recv{Src: 9, Tag: tag(6), Ctx: "r1"}
+		if m := q.Post(r1); m != nil {
+			t.Fatalf("tagged %v: r1 took %v before its sender was known", tagged, m.Ctx)
+		}
+		calls := 0
+		got := q.Resolve(anon, func(m *Msg) uint64 {
+			calls++
+			switch m {
+			case m0, m1:
+				return 3
+			case m3:
+				return 9
+			}
+			return anon
+		})
+		if err := q.check(); err != nil {
+			t.Fatalf("tagged %v: %v", tagged, err)
+		}
+		if len(got) != 1 || got[0].Msg != m3 || got[0].Recv != r1 || m3.Src != 9 {
+			t.Fatalf("tagged %v: resolved pairs %+v, m3 source %d", tagged, got, m3.Src)
+		}
+		if m0.Src != 3 || calls != 4 {
+			t.Fatalf("tagged %v: claimed m0 source %d, f called %d times (want 4)", tagged, m0.Src, calls)
+		}
+		// Source 3's messages of tag 5 in arrival order: m1, then m2.
+		for _, w := range []*Msg{m1, m2} {
+			if m := q.Post(&Recv{Src: 3, Tag: tag(5), Ctx: "r"}); m != w {
+				t.Fatalf("tagged %v: directed receive took %v, want %v", tagged, m, w.Ctx)
+			}
+		}
+		if m := q.Post(&Recv{Src: 3, Tag: tag(5), Ctx: "r3"}); m != nil {
+			t.Fatalf("tagged %v: %v (still unknown) went to source 3", tagged, m.Ctx)
+		}
+		if m := q.Post(&Recv{Src: anySrc, Tag: tag(5), Ctx: "r"}); m != m4 || m4.Src != anon {
+			t.Fatalf("tagged %v: any-source receive took %v (m4 source %d)", tagged, m, m4.Src)
+		}
+		if err := q.check(); err != nil {
+			t.Fatalf("tagged %v: %v", tagged, err)
+		}
+		if _, u, b := q.Stats(); u != 0 || b != 0 {
+			t.Fatalf("tagged %v: %d unexpected (%d bytes) left", tagged, u, b)
+		}
+	}
+}
+
+// A resolved message goes back among later arrivals of its new source in
+// arrival order, not at the end.
+func TestResolveKeepsArrivalOrder(t *testing.T) {
+	const anon = AddrUnspec
+	q := NewSerialQueue(true)
+	a := &Msg{Src: anon, Tag: 1, Size: 1, Ctx: "a"}
+	b := &Msg{Src: 3, Tag: 1, Size: 1, Ctx: "b"}
+	c := &Msg{Src: 3, Tag: 2, Size: 1, Ctx: "c"}
+	for _, m := range []*Msg{a, b, c} {
+		q.Arrive(m)
+	}
+	q.Resolve(anon, func(*Msg) uint64 { return 3 })
+	if err := q.check(); err != nil {
+		t.Fatal(err)
+	}
+	// By source with ignore bits (the per-source list), any source (the
+	// arrival list), and exact (the bucket): a comes first in each.
+	if m := q.Peek(3, 0, ^uint64(0)); m != a {
+		t.Fatalf("per-source list starts with %v", m.Ctx)
+	}
+	if m := q.Peek(anySrc, 1, 0); m != a {
+		t.Fatalf("arrival list starts with %v", m.Ctx)
+	}
+	if m := q.Peek(3, 1, 0); m != a {
+		t.Fatalf("bucket starts with %v", m.Ctx)
+	}
+}
