@@ -104,6 +104,7 @@ gotest:
 ctest: lib man
 	cmake -S tests/c -B $(CTEST_DIR) -DLNX_LIB_DIR=$(CURDIR)/build/lib >/dev/null
 	cmake --build $(CTEST_DIR) -j2
+	@bash tests/c/clear_stale_shm.sh
 	@cd $(CTEST_DIR) && echo "ctest: $$(ctest -N | sed -n 's/^Total Tests: //p') tests (C programs, install, Open MPI jobs); each line says i/N as a test ends"
 	cd $(CTEST_DIR) && ctest --output-on-failure --timeout 120
 

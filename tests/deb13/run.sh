@@ -13,4 +13,5 @@ if [ $rc -eq 77 ]; then
 elif [ $rc -ne 0 ]; then
 	exit $rc
 fi
+bash "$here/../c/clear_stale_shm.sh" # the root shares /dev/shm
 exec bash "$here/enter.sh" bash "/lnx/tests/deb13/${1:-suite}.sh"
