@@ -59,6 +59,24 @@ func (d *Domain) OpenAV(attr AVAttr) (*AV, error) {
 // as FI_SYNC_ERR reports it: 0, or the positive fabric error code. The
 // return is the number inserted.
 func (av *AV) Insert(blob []byte, count int, out []uint64, errs []int32) int {
+	n := av.insert(blob, count, out, errs)
+	if n == 0 {
+		return 0
+	}
+	// The bound endpoints may hold messages of the senders just inserted
+	// (anon.go): outside av.mu, as Remove tells them of removals.
+	av.mu.RLock()
+	users := append([]*Endpoint(nil), av.users...)
+	av.mu.RUnlock()
+	for _, e := range users {
+		e.lock()
+		e.sendersKnown()
+		e.unlock()
+	}
+	return n
+}
+
+func (av *AV) insert(blob []byte, count int, out []uint64, errs []int32) int {
 	av.mu.Lock()
 	defer av.mu.Unlock()
 	defer av.gen.Add(1)

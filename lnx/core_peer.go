@@ -330,11 +330,11 @@ func (c *peerCore) adopt() {
 // arrived is Get for message pe, which C left to Go and the core queued.
 func (c *peerCore) arrived(tagged bool, pe peerep.Entry) {
 	e := c.e
-	addr, size, tag := pe.Addr(), pe.Size(), pe.Tag()
-	src := c.source(addr)
-	if addr == fi.ADDR_NOTAVAIL {
+	size, tag := pe.Size(), pe.Tag()
+	if pe.Addr() == fi.ADDR_NOTAVAIL {
 		c.anon++
 	}
+	src := c.entrySource(pe)
 	q := e.queue(tagged)
 	kind := opKindFlags(tagged)
 	hdr := msgHdr{Tag: tag}
@@ -416,7 +416,9 @@ func (c *peerCore) close() error {
 // core reports their fi_addr), then drives the core: its callbacks match,
 // queue and complete inside.
 func (c *peerCore) poll() {
-	c.sync()
+	if c.sync() {
+		c.e.resolveAnon()
+	}
 	n := c.sends + c.expected + c.started + c.unexpected
 	_ = c.ep.Progress()
 	if c.sends+c.expected+c.started+c.unexpected != n {
@@ -426,15 +428,16 @@ func (c *peerCore) poll() {
 	}
 }
 
-// sync puts the peer-core addresses of lnx's AV into the core's AV.
-func (c *peerCore) sync() {
+// sync puts the peer-core addresses of lnx's AV into the core's AV,
+// reporting whether the core's AV grew.
+func (c *peerCore) sync() bool {
 	av := c.e.av
 	if av == nil {
-		return
+		return false
 	}
 	gen := av.gen.Load()
 	if av == c.avSeen && gen == c.avGen {
-		return
+		return false
 	}
 	c.avSeen, c.avGen = av, gen
 	av.mu.RLock()
@@ -446,9 +449,11 @@ func (c *peerCore) sync() {
 		}
 	}
 	av.mu.RUnlock()
+	had := len(c.byName)
 	for _, b := range blobs {
 		_, _ = c.connect(b)
 	}
+	return len(c.byName) != had
 }
 
 // connect inserts a peer's blob into the core's AV (once per core name).
@@ -478,6 +483,13 @@ func (c *peerCore) connect(blob []byte) (uint64, error) {
 // reachedUs says whether a peer may know us only by our core address
 // (bound): some unknown sender reached us over this core.
 func (c *peerCore) reachedUs() bool { return c.bound && c.anon > 0 }
+
+// entrySource is the lnx fi_addr of the sender of the message the core
+// queued as pe, asking the core again when it did not know the sender on
+// arrival (it may since, its AV grown).
+func (c *peerCore) entrySource(pe peerep.Entry) uint64 {
+	return c.source(c.ep.SenderAddr(pe))
+}
 
 // source is the lnx fi_addr of the core fi_addr a (FI_ADDR_NOTAVAIL when
 // the sender was not in the core's AV).

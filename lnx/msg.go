@@ -123,7 +123,11 @@ type unexpected struct {
 	data []byte // eager payload copy
 	rv   rndv
 	kind int // core kind, for stats
-	msg  peers.Msg
+	// id: the sender's id on its core (shm endpoint or network transport
+	// id), by which a sender not in the AV on arrival (msg.Src
+	// FI_ADDR_NOTAVAIL) is named once it is inserted (resolveAnon).
+	id  uint64
+	msg peers.Msg
 }
 
 // pendingPull is a receive whose data a network core is still moving.
@@ -1076,7 +1080,7 @@ func (e *Endpoint) onArrival(a *shm.Arrival) bool {
 	if a.Hdr.Flags&hdrRMA != 0 {
 		return e.onRMAShm(a)
 	}
-	return e.arrive(e.shmSource(a.Src), msgHdr(a.Hdr), a.Size, a.Eager, rndv{shm: a.Rndv}, kindShm)
+	return e.arrive(e.shmSource(a.Src), a.Src, msgHdr(a.Hdr), a.Size, a.Eager, rndv{shm: a.Rndv}, kindShm)
 }
 
 // shmSource maps a shm sender id to its fi_addr, remembering the last
@@ -1103,15 +1107,16 @@ func (e *Endpoint) netArrival(t *ofi.Transport, ti int) func(*ofi.Arrival) bool 
 			if a.Hdr.Flags&hdrRMA != 0 {
 				return e.onRMANet(t, ti, a)
 			}
-			return e.arriveSeq(e.av.byNetID(a.Src), msgHdr(a.Hdr), a.Size, a.Eager, rv)
+			return e.arriveSeq(e.av.byNetID(a.Src), a.Src, msgHdr(a.Hdr), a.Size, a.Eager, rv)
 		}
-		return e.arrive(e.av.byNetID(a.Src), msgHdr(a.Hdr), a.Size, a.Eager, rv, kindNet)
+		return e.arrive(e.av.byNetID(a.Src), a.Src, msgHdr(a.Hdr), a.Size, a.Eager, rv, kindNet)
 	}
 }
 
 // arrive matches one message from any core: the same queues whatever the
 // core, so any-source receives see arrivals from all of them in order.
-func (e *Endpoint) arrive(src uint64, hdr msgHdr, size uint64, eager []byte, rv rndv, core int) bool {
+// id is the sender's id on the core (src's key in the AV).
+func (e *Endpoint) arrive(src, id uint64, hdr msgHdr, size uint64, eager []byte, rv rndv, core int) bool {
 	if hdr.Flags&(hdrIPC|hdrAck) != 0 {
 		if hdr.Flags&hdrAck != 0 {
 			e.onAck(hdr)
@@ -1141,7 +1146,7 @@ func (e *Endpoint) arrive(src uint64, hdr msgHdr, size uint64, eager []byte, rv 
 	if e.unexpBytes > 0 && e.unexpBytes+uint64(len(eager)) > e.unexpMax && !e.forceArrive {
 		return false // held in the ring: the sender sees a full ring
 	}
-	u := &unexpected{hdr: hdr, rv: rv, kind: core}
+	u := &unexpected{hdr: hdr, rv: rv, kind: core, id: id}
 	u.msg = peers.Msg{Src: src, Tag: tag, Size: size, Ctx: u}
 	if r := q.Arrive(&u.msg); r != nil {
 		e.deliver(e.taken(q, r.Ctx.(*recvCtx), size), src, size, hdr, eager, rv, kind, core)

@@ -62,12 +62,12 @@ type parkedMsg struct {
 }
 
 // arriveSeq delivers a sequenced message from src in its sender's order.
-func (e *Endpoint) arriveSeq(src uint64, hdr msgHdr, size uint64, eager []byte, rv rndv) bool {
+func (e *Endpoint) arriveSeq(src, id uint64, hdr msgHdr, size uint64, eager []byte, rv rndv) bool {
 	seq := uint16(hdr.Flags >> seqShift)
 	hdr.Flags &^= hdrSeq | 0xffff<<seqShift
 	if src == fi.ADDR_NOTAVAIL {
 		// A sender we cannot name has no order to keep track of.
-		return e.arrive(src, hdr, size, eager, rv, kindNet)
+		return e.arrive(src, id, hdr, size, eager, rv, kindNet)
 	}
 	st := e.seqs[src]
 	if st == nil {
@@ -90,7 +90,7 @@ func (e *Endpoint) arriveSeq(src uint64, hdr msgHdr, size uint64, eager []byte, 
 		e.stats[kindNet].reordered++
 		return true
 	}
-	if !e.arrive(src, hdr, size, eager, rv, kindNet) {
+	if !e.arrive(src, id, hdr, size, eager, rv, kindNet) {
 		return false // over the unexpected budget: the core holds it
 	}
 	st.next++
@@ -103,7 +103,7 @@ func (e *Endpoint) arriveSeq(src uint64, hdr msgHdr, size uint64, eager []byte, 
 		}
 		delete(st.parked, st.next)
 		e.forceArrive = true
-		e.arrive(src, p.hdr, p.size, p.data, p.rv, kindNet)
+		e.arrive(src, id, p.hdr, p.size, p.data, p.rv, kindNet)
 		e.forceArrive = false
 		st.next++
 	}

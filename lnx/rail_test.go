@@ -213,7 +213,7 @@ func TestSeqReorder(t *testing.T) {
 			nd.ep.lock()
 			defer nd.ep.unlock()
 			h := msgHdr{Tag: uint64(seq), Flags: hdrTagged | hdrSeq | uint32(seq)<<seqShift}
-			if !nd.ep.arriveSeq(src, h, 1, []byte{'a' + byte(seq)}, rndv{}) {
+			if !nd.ep.arriveSeq(src, src, h, 1, []byte{'a' + byte(seq)}, rndv{}) {
 				t.Fatalf("arrival %d refused", seq)
 			}
 		}

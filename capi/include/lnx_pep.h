@@ -144,6 +144,9 @@ struct lnx_pep {
 	void *go_base[LNX_PEP_IOV];
 	size_t go_len[LNX_PEP_IOV];
 	int go_tagged;
+	/* The core's get_addr, from its foreach_unspec_addr: the sender of an
+	 * entry queued as FI_ADDR_NOTAVAIL, once the core's AV has it. */
+	uint64_t (*get_addr)(struct lnx_pentry *);
 };
 
 /* src (srclen bytes): the core address to bind to, or NULL. */
@@ -154,6 +157,9 @@ LNX_HIDDEN void lnx_pep_init_owner(struct lnx_pep *p);
 LNX_HIDDEN int lnx_pep_close(struct lnx_pep *p);
 LNX_HIDDEN int lnx_pep_getname(struct lnx_pep *p, void *buf, size_t *len);
 LNX_HIDDEN int lnx_pep_av_insert(struct lnx_pep *p, const void *name, uint64_t *out);
+/* The core fi_addr of entry e's sender: asked of the core (its get_addr)
+ * when the entry has FI_ADDR_NOTAVAIL, and kept in the entry. */
+LNX_HIDDEN uint64_t lnx_pep_entry_addr(struct lnx_pep *p, struct lnx_pentry *e);
 LNX_HIDDEN ssize_t lnx_pep_progress(struct lnx_pep *p);
 /* Sends n pieces (base/len arrays) to dest. inject: the caller may reuse
  * the buffers on return (fi_inject within the core's inject size, else a

@@ -34,6 +34,16 @@ func (e Entry) Size() uint64 { return uint64(e.c.pe.msg_size) }
 
 func (e Entry) Addr() uint64 { return uint64(e.c.pe.addr) }
 
+// SenderAddr is Addr, or when the core did not know the sender on arrival
+// (FI_ADDR_NOTAVAIL) the core fi_addr the core gives it now, after its AV
+// grew (foreach_unspec_addr); still FI_ADDR_NOTAVAIL if it cannot.
+func (ep *EP) SenderAddr(e Entry) uint64 {
+	if a := e.Addr(); a != fi.ADDR_NOTAVAIL || ep.c.get_addr == nil {
+		return a
+	}
+	return uint64(C.lnx_pep_entry_addr(ep.c, e.c))
+}
+
 // Tag is a tagged message's tag (0 for an untagged one).
 func (e Entry) Tag() uint64 { return uint64(e.c.pe.tag) }
 

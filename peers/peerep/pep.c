@@ -100,12 +100,20 @@ static int own_queue(struct lnx_pentry *e)
 	return lnxPepQueued(p->handle, e);
 }
 
-/* Messages queued before their sender was in the core's AV keep the
- * source lnx resolved then (FI_ADDR_NOTAVAIL): not re-resolved yet. */
+/* The core's AV grew (2.1 calls this inside fi_av_insert): the core can
+ * now name the sender of a message it queued from an unknown one. Go asks
+ * (lnx_pep_entry_addr) once it has mapped the new core fi_addrs itself;
+ * the entries stay the core's to read until started or discarded. */
 static void own_foreach_unspec_addr(uintptr_t srx, uint64_t (*get_addr)(struct lnx_pentry *))
 {
-	(void)srx;
-	(void)get_addr;
+	pep_of_srx(srx)->get_addr = get_addr;
+}
+
+uint64_t lnx_pep_entry_addr(struct lnx_pep *p, struct lnx_pentry *e)
+{
+	if (e->pe.addr == FI_ADDR_NOTAVAIL && p->get_addr)
+		e->pe.addr = p->get_addr(e);
+	return e->pe.addr;
 }
 
 static struct lnx_pcomp *comp_slot(struct lnx_pep *p);
