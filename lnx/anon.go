@@ -28,6 +28,9 @@ func (e *Endpoint) sendersKnown() {
 		}
 	}
 	e.resolveAnon()
+	if len(e.anonSeqs) != 0 {
+		e.resolveSeqs()
+	}
 }
 
 // resolveAnon gives each unexpected message from an unknown sender the

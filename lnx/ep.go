@@ -87,6 +87,7 @@ type epRouting struct {
 	routes   map[uint64]*route // fi_addr -> how to reach it
 	rails    config.RailSelection
 	seqs     map[uint64]*seqState           // PER_MSG senders' order, by fi_addr
+	anonSeqs map[uint64][]uint16            // PER_MSG numbers delivered from senders not in the AV, by transport id
 	railSeqs map[*ofi.Peer]uint16           // PER_MSG: our next sequence to peers whose fi_addr was removed
 	retire   []*shm.Peer                    // shm peers of removed fi_addrs, released once unused (releasePeers)
 	srcCache struct{ id, gen, addr uint64 } // shmSource's last answer

@@ -53,27 +53,41 @@ type seqState struct {
 	parked map[uint16]*parkedMsg
 }
 
-// parkedMsg is a message that arrived ahead of its turn.
+// parkedMsg is a message that arrived ahead of its turn, or (seen) the
+// turn of one delivered while its sender was not in the AV.
 type parkedMsg struct {
 	hdr  msgHdr
 	size uint64
 	data []byte
 	rv   rndv
+	seen bool
 }
 
+// maxAnonSeqs bounds the sequence numbers kept for one sender not in the
+// AV: half the sequence space, past which the order is lost anyway.
+const maxAnonSeqs = 1 << 15
+
 // arriveSeq delivers a sequenced message from src in its sender's order.
+// id is the sender's transport id on the rail it came by.
 func (e *Endpoint) arriveSeq(src, id uint64, hdr msgHdr, size uint64, eager []byte, rv rndv) bool {
 	seq := uint16(hdr.Flags >> seqShift)
 	hdr.Flags &^= hdrSeq | 0xffff<<seqShift
 	if src == fi.ADDR_NOTAVAIL {
-		// A sender we cannot name has no order to keep track of.
-		return e.arrive(src, id, hdr, size, eager, rv, kindNet)
+		// A sender we cannot name has no order to keep track of yet:
+		// delivered now, its number kept so that the order resumes past
+		// it once the sender is inserted (resolveSeqs).
+		if !e.arrive(src, id, hdr, size, eager, rv, kindNet) {
+			return false
+		}
+		if e.anonSeqs == nil {
+			e.anonSeqs = map[uint64][]uint16{}
+		}
+		if len(e.anonSeqs[id]) < maxAnonSeqs {
+			e.anonSeqs[id] = append(e.anonSeqs[id], seq)
+		}
+		return true
 	}
-	st := e.seqs[src]
-	if st == nil {
-		st = &seqState{}
-		e.seqs[src] = st
-	}
+	st := e.seqState(src)
 	if seq != st.next {
 		if int16(seq-st.next) < 0 {
 			logging.Warnf(logging.EPData, "dropping a message from %d: sequence %d is behind %d", src, seq, st.next)
@@ -94,18 +108,58 @@ func (e *Endpoint) arriveSeq(src, id uint64, hdr msgHdr, size uint64, eager []by
 		return false // over the unexpected budget: the core holds it
 	}
 	st.next++
-	// The ones that waited for it: their data is already in our memory, so
-	// the unexpected budget does not apply to them.
+	e.drainSeq(src, st)
+	return true
+}
+
+func (e *Endpoint) seqState(src uint64) *seqState {
+	st := e.seqs[src]
+	if st == nil {
+		st = &seqState{}
+		e.seqs[src] = st
+	}
+	return st
+}
+
+// drainSeq delivers the messages of src that waited for their turn, which
+// has come. Their data is already in our memory, so the unexpected budget
+// does not apply to them.
+func (e *Endpoint) drainSeq(src uint64, st *seqState) {
 	for len(st.parked) != 0 {
 		p, ok := st.parked[st.next]
 		if !ok {
 			break
 		}
 		delete(st.parked, st.next)
-		e.forceArrive = true
-		e.arrive(src, id, p.hdr, p.size, p.data, p.rv, kindNet)
-		e.forceArrive = false
+		if !p.seen {
+			e.forceArrive = true
+			e.arrive(src, 0, p.hdr, p.size, p.data, p.rv, kindNet)
+			e.forceArrive = false
+		}
 		st.next++
 	}
-	return true
+}
+
+// resolveSeqs resumes the order of each sender just inserted that sent
+// sequenced messages before (e locked): their turns are taken, and a
+// message still on its way on another rail keeps its own.
+func (e *Endpoint) resolveSeqs() {
+	for id, seqs := range e.anonSeqs {
+		src := e.av.byNetID(id)
+		if src == fi.ADDR_NOTAVAIL {
+			continue
+		}
+		delete(e.anonSeqs, id)
+		st := e.seqState(src)
+		for _, seq := range seqs {
+			if int16(seq-st.next) < 0 {
+				continue
+			}
+			if st.parked == nil {
+				st.parked = make(map[uint16]*parkedMsg)
+			}
+			st.parked[seq] = &parkedMsg{seen: true}
+		}
+		e.drainSeq(src, st)
+	}
 }

@@ -251,3 +251,70 @@ func TestSeqReorder(t *testing.T) {
 		}
 	}
 }
+
+// TestSeqAfterLateInsert: PER_MSG messages of a sender not yet in the AV
+// are delivered as they come; once it is inserted, its order resumes past
+// them, and one still on its way on another rail keeps its turn. Before,
+// the order restarted at 0, so the sender's next messages waited for ever.
+func TestSeqAfterLateInsert(t *testing.T) {
+	nodes := openNodes(t, map[string]string{config.Links: "shm"}, 1)
+	nd := nodes[0]
+	const src, rail0, rail1 = 5, 77, 78
+	bufs := make([]byte, 5*8)
+	ctxs := make([]byte, 5)
+	for i := 0; i < 5; i++ {
+		op := bufOp(bufs[i*8:(i+1)*8], fi.ADDR_UNSPEC, 0, true)
+		op.Ignore = ^uint64(0)
+		op.Ctx = unsafe.Pointer(&ctxs[i])
+		if err := nd.ep.Recv(op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	arrive := func(from, id uint64, seq uint16) {
+		nd.ep.lock()
+		defer nd.ep.unlock()
+		h := msgHdr{Tag: uint64(seq), Flags: hdrTagged | hdrSeq | uint32(seq)<<seqShift}
+		if !nd.ep.arriveSeq(from, id, h, 1, []byte{'a' + byte(seq)}, rndv{}) {
+			t.Fatalf("arrival %d refused", seq)
+		}
+	}
+	var got []Completion
+	read := func() {
+		var out [8]Completion
+		for deadline := time.Now().Add(100 * time.Millisecond); time.Now().Before(deadline); {
+			k, _ := nd.cq.Read(out[:], 0)
+			got = append(got, out[:k]...)
+		}
+	}
+	arrive(fi.ADDR_NOTAVAIL, rail0, 0)
+	arrive(fi.ADDR_NOTAVAIL, rail1, 2) // 1 is still on its way on rail 0
+	nd.av.mu.Lock()
+	nd.av.byNet[rail0], nd.av.byNet[rail1] = src, src
+	nd.av.mu.Unlock()
+	nd.ep.lock()
+	nd.ep.sendersKnown()
+	nd.ep.unlock()
+	arrive(src, rail1, 3)
+	read()
+	if len(got) != 2 {
+		t.Fatalf("%d completions before message 1 arrived, want 2 (0 and 2, delivered unknown)", len(got))
+	}
+	arrive(src, rail0, 1)
+	read()
+	want := []uint64{0, 2, 1, 3}
+	if len(got) != len(want) {
+		t.Fatalf("%d completions, want %d: the sender's order did not resume", len(got), len(want))
+	}
+	for i, c := range got {
+		if c.Tag != want[i] || bufs[i*8] != 'a'+byte(want[i]) {
+			t.Fatalf("receive %d got message %d (%q), want %d", i, c.Tag, bufs[i*8], want[i])
+		}
+		wantSrc := uint64(src)
+		if i < 2 {
+			wantSrc = fi.ADDR_NOTAVAIL
+		}
+		if c.Src != wantSrc {
+			t.Fatalf("receive %d: source %d, want %d", i, c.Src, wantSrc)
+		}
+	}
+}
