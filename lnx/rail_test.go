@@ -196,27 +196,11 @@ func TestSeqReorder(t *testing.T) {
 		const src = 7
 		bufs := make([]byte, 5*8)
 		ctxs := make([]byte, 5)
-		post := func() { // one more than the messages: room for a wrong duplicate
-			for i := 0; i < 5; i++ {
-				op := bufOp(bufs[i*8:(i+1)*8], fi.ADDR_UNSPEC, 0, true)
-				op.Ignore = ^uint64(0)
-				op.Ctx = unsafe.Pointer(&ctxs[i])
-				if err := nd.ep.Recv(op); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
+		post := func() { seqRecvs(t, nd, bufs, ctxs) } // one more than the messages: room for a wrong duplicate
 		if posted {
 			post()
 		}
-		arrive := func(seq uint16) {
-			nd.ep.lock()
-			defer nd.ep.unlock()
-			h := msgHdr{Tag: uint64(seq), Flags: hdrTagged | hdrSeq | uint32(seq)<<seqShift}
-			if !nd.ep.arriveSeq(src, src, h, 1, []byte{'a' + byte(seq)}, rndv{}) {
-				t.Fatalf("arrival %d refused", seq)
-			}
-		}
+		arrive := func(seq uint16) { seqArrive(t, nd, src, src, seq) }
 		var out [8]Completion
 		arrive(2)
 		arrive(3)
@@ -262,22 +246,8 @@ func TestSeqAfterLateInsert(t *testing.T) {
 	const src, rail0, rail1 = 5, 77, 78
 	bufs := make([]byte, 5*8)
 	ctxs := make([]byte, 5)
-	for i := 0; i < 5; i++ {
-		op := bufOp(bufs[i*8:(i+1)*8], fi.ADDR_UNSPEC, 0, true)
-		op.Ignore = ^uint64(0)
-		op.Ctx = unsafe.Pointer(&ctxs[i])
-		if err := nd.ep.Recv(op); err != nil {
-			t.Fatal(err)
-		}
-	}
-	arrive := func(from, id uint64, seq uint16) {
-		nd.ep.lock()
-		defer nd.ep.unlock()
-		h := msgHdr{Tag: uint64(seq), Flags: hdrTagged | hdrSeq | uint32(seq)<<seqShift}
-		if !nd.ep.arriveSeq(from, id, h, 1, []byte{'a' + byte(seq)}, rndv{}) {
-			t.Fatalf("arrival %d refused", seq)
-		}
-	}
+	seqRecvs(t, nd, bufs, ctxs)
+	arrive := func(from, id uint64, seq uint16) { seqArrive(t, nd, from, id, seq) }
 	var got []Completion
 	read := func() {
 		var out [8]Completion
@@ -316,5 +286,31 @@ func TestSeqAfterLateInsert(t *testing.T) {
 		if c.Src != wantSrc {
 			t.Fatalf("receive %d: source %d, want %d", i, c.Src, wantSrc)
 		}
+	}
+}
+
+// seqRecvs posts len(ctxs) tagged receives from any source for any tag,
+// receive i into bufs[8i:8i+8] with context &ctxs[i].
+func seqRecvs(t *testing.T, nd *node, bufs, ctxs []byte) {
+	t.Helper()
+	for i := range ctxs {
+		op := bufOp(bufs[i*8:(i+1)*8], fi.ADDR_UNSPEC, 0, true)
+		op.Ignore = ^uint64(0)
+		op.Ctx = unsafe.Pointer(&ctxs[i])
+		if err := nd.ep.Recv(op); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// seqArrive hands nd the PER_MSG message number seq from from (transport
+// id id); its tag is seq and its one byte 'a'+seq.
+func seqArrive(t *testing.T, nd *node, from, id uint64, seq uint16) {
+	t.Helper()
+	nd.ep.lock()
+	defer nd.ep.unlock()
+	h := msgHdr{Tag: uint64(seq), Flags: hdrTagged | hdrSeq | uint32(seq)<<seqShift}
+	if !nd.ep.arriveSeq(from, id, h, 1, []byte{'a' + byte(seq)}, rndv{}) {
+		t.Fatalf("arrival %d refused", seq)
 	}
 }

@@ -95,19 +95,9 @@ type msgList struct {
 	k          key
 }
 
-func (l *msgList) push(i int, m *Msg) {
-	ln := &m.links[i]
-	ln.list, ln.prev, ln.next = l, l.tail, nil
-	if l.tail != nil {
-		l.tail.links[i].next = m
-	} else {
-		l.head = m
-	}
-	l.tail = m
-}
-
-// insertBySeq puts m into list i in arrival order (seq): a message whose
-// source became known goes back among the others where it arrived.
+// insertBySeq puts m into list i in arrival order (seq): a new arrival at
+// the tail, a message whose source became known back among the others
+// where it arrived.
 func (l *msgList) insertBySeq(i int, m *Msg) {
 	p := l.tail
 	for p != nil && p.seq > m.seq {

@@ -264,26 +264,7 @@ func (q *Queue) Arrive(m *Msg) *Recv {
 	}
 	q.arrSeq++
 	m.seq = q.arrSeq
-	m.q = q
-	m.state = msgUnexpected
-	k := q.key(m.Src, m.Tag)
-	l := q.unexp[k]
-	if l == nil {
-		l = q.newMsgList(k)
-		q.unexp[k] = l
-	}
-	l.push(mBucket, m)
-	if q.tagged {
-		s := q.bySrc[m.Src]
-		if s == nil {
-			s = q.newMsgList(key{src: m.Src})
-			q.bySrc[m.Src] = s
-		}
-		s.push(mSrc, m)
-	}
-	q.arrivals.push(mAll, m)
-	q.nUnexp++
-	q.unexpBytes += m.Size
+	q.queueUnexpected(m)
 	return nil
 }
 
@@ -328,7 +309,7 @@ func (q *Queue) Resolve(from uint64, f func(*Msg) uint64) []Resolved {
 			out = append(out, Resolved{Msg: m, Recv: r})
 			continue
 		}
-		q.reinsert(m)
+		q.queueUnexpected(m)
 	}
 	for _, m := range q.claimed {
 		if m.Src == from {
@@ -338,9 +319,10 @@ func (q *Queue) Resolve(from uint64, f func(*Msg) uint64) []Resolved {
 	return out
 }
 
-// reinsert queues m, which removeUnexpected took out, as unexpected again
-// in its arrival place (its seq unchanged).
-func (q *Queue) reinsert(m *Msg) {
+// queueUnexpected links m into the unexpected lists in its arrival place
+// (m.seq): at the tail for a new arrival, among the others for one that
+// Resolve took out.
+func (q *Queue) queueUnexpected(m *Msg) {
 	m.q = q
 	m.state = msgUnexpected
 	k := q.key(m.Src, m.Tag)

@@ -1022,3 +1022,28 @@ void wait_readable(int sock, struct fid_cq *cq)
 			sched_yield();
 	}
 }
+
+pid_t fork_server(void (*serve)(int sock, void *arg), void *arg, int *sock, uint8_t *name,
+		  uint32_t *len)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		FAIL("socketpair: %s", strerror(errno));
+	fflush(stdout);
+	pid_t s = fork();
+	if (s < 0)
+		FAIL("fork: %s", strerror(errno));
+	if (s == 0) {
+		close(sv[1]);
+		serve(sv[0], arg);
+		fflush(stdout);
+		_exit(0);
+	}
+	close(sv[0]);
+	xread(sv[1], len, sizeof(*len));
+	if (*len > ADDR_MAX)
+		FAIL("server name of %u bytes", *len);
+	xread(sv[1], name, *len);
+	*sock = sv[1];
+	return s;
+}

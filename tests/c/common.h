@@ -241,6 +241,12 @@ void xread(int fd, void *b, size_t n);
  * server's main loop would (a core's connection set-up and lnx's finding
  * of dead peers happen in progress). */
 void wait_readable(int sock, struct fid_cq *cq);
+/* Forks a server process that runs serve(sock, arg) on its end of a socket
+ * pair and exits 0; the server first writes its endpoint's name as a
+ * uint32_t length and the bytes. Returns the server's pid, with the
+ * driver's end in *sock and that name in name (ADDR_MAX bytes) and *len. */
+pid_t fork_server(void (*serve)(int sock, void *arg), void *arg, int *sock, uint8_t *name,
+		  uint32_t *len);
 
 /* Open file descriptors of this process (leak checks). */
 int count_fds(void);

@@ -24,7 +24,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "common.h"
@@ -86,8 +85,15 @@ static void send_to_dead(struct lnx *l, uint8_t *buf, fi_addr_t addr, int c)
 	       fi_strerror((int)-r));
 }
 
-static void server(int sock, const struct lnx_opts *o, int clients)
+struct server_args {
+	const struct lnx_opts *o;
+	int clients;
+};
+
+static void server(int sock, void *arg)
 {
+	const struct lnx_opts *o = ((struct server_args *)arg)->o;
+	int clients = ((struct server_args *)arg)->clients;
 	struct rlimit rl = { FD_LIMIT, FD_LIMIT };
 	struct lnx l;
 	uint8_t *buf = xmalloc(BIG);
@@ -209,7 +215,7 @@ static void client(int sock, const struct lnx_opts *o, int c, const uint8_t *sna
 int main(int argc, char **argv)
 {
 	struct lnx_opts o;
-	int sv[2], clients = 100, st;
+	int clients = 100, st;
 	const char *n = getenv("LNX_CHURN_CLIENTS");
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -217,25 +223,11 @@ int main(int argc, char **argv)
 	g_kill = argc > 2 && !strcmp(argv[2], "kill");
 	if (n && atoi(n) > WARMUP)
 		clients = atoi(n);
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
-		FAIL("socketpair: %s", strerror(errno));
-	fflush(stdout);
-	pid_t s = fork();
-	if (s < 0)
-		FAIL("fork: %s", strerror(errno));
-	if (s == 0) {
-		close(sv[1]);
-		server(sv[0], &o, clients);
-		fflush(stdout);
-		_exit(0);
-	}
-	close(sv[0]);
+	struct server_args sa = { &o, clients };
 	uint32_t slen;
 	uint8_t sname[ADDR_MAX];
-	xread(sv[1], &slen, sizeof(slen));
-	if (slen > ADDR_MAX)
-		FAIL("server name of %u bytes", slen);
-	xread(sv[1], sname, slen);
+	int sock;
+	pid_t s = fork_server(server, &sa, &sock, sname, &slen);
 	int failed = 0;
 	for (int c = 0; c < clients && !failed; c++) {
 		fflush(stdout);
@@ -243,13 +235,13 @@ int main(int argc, char **argv)
 		if (k < 0)
 			FAIL("fork: %s", strerror(errno));
 		if (k == 0) {
-			client(sv[1], &o, c, sname, slen);
+			client(sock, &o, c, sname, slen);
 			fflush(stdout);
 			_exit(0);
 		}
 		waitpid(k, &st, 0);
 		if (g_kill && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) {
-			xwrite(sv[1], "k", 1); /* dead and reaped */
+			xwrite(sock, "k", 1); /* dead and reaped */
 		} else if (!WIFEXITED(st) || WEXITSTATUS(st) || g_kill) {
 			printf("client %d failed\n", c);
 			failed = 1;

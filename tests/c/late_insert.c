@@ -17,7 +17,6 @@
  * Usage: late_insert [shm|link|tcp|<links> [distinct]]
  */
 #include <errno.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "common.h"
@@ -84,8 +83,9 @@ static void check_one(struct lnx *l, void *ctx, size_t len, uint64_t tag, int ta
 	       (unsigned long long)want_src);
 }
 
-static void server(int sock, const struct lnx_opts *o)
+static void server(int sock, void *arg)
 {
+	const struct lnx_opts *o = arg;
 	struct lnx l;
 	uint8_t name[ADDR_MAX];
 	char d;
@@ -203,33 +203,17 @@ static void client(int sock, const struct lnx_opts *o, const uint8_t *sname, uin
 int main(int argc, char **argv)
 {
 	struct lnx_opts o;
-	int sv[2], st, failed = 0;
-
-	msg_test_opts(argc, argv, &o);
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
-		FAIL("socketpair: %s", strerror(errno));
-	fflush(stdout);
-	pid_t s = fork();
-	if (s < 0)
-		FAIL("fork: %s", strerror(errno));
-	if (s == 0) {
-		close(sv[1]);
-		server(sv[0], &o);
-		fflush(stdout);
-		_exit(0);
-	}
-	close(sv[0]);
+	int sock, st, failed = 0;
 	uint32_t slen;
 	uint8_t sname[ADDR_MAX];
-	xread(sv[1], &slen, sizeof(slen));
-	if (slen > ADDR_MAX)
-		FAIL("server name of %u bytes", slen);
-	xread(sv[1], sname, slen);
+
+	msg_test_opts(argc, argv, &o);
+	pid_t s = fork_server(server, &o, &sock, sname, &slen);
 	pid_t k = fork();
 	if (k < 0)
 		FAIL("fork: %s", strerror(errno));
 	if (k == 0) {
-		client(sv[1], &o, sname, slen);
+		client(sock, &o, sname, slen);
 		fflush(stdout);
 		_exit(0);
 	}
