@@ -7,6 +7,14 @@
 #
 #   enter.sh COMMAND [ARGS...]
 set -euo pipefail
+# In a mount namespace of its own where there is one to have: the mounts
+# then go with the last process in it, also one killed by SIGKILL (which
+# runs no trap; a CI run killed that way left /proc, /sys, /dev/shm and
+# the tree mounted under build/deb13/root, where a later rm -rf of the
+# tree reached into them).
+if [ -z "${LNX_ENTER_NS:-}" ] && unshare --mount --propagation private true 2>/dev/null; then
+	LNX_ENTER_NS=1 exec unshare --mount --propagation private bash "$0" "$@"
+fi
 top=$(cd "$(dirname "$0")/../.." && pwd)
 root=${DEB13_ROOT:-$top/build/deb13/root}
 out=$top/build/deb13/out
