@@ -53,14 +53,24 @@ type seqState struct {
 	parked map[uint16]*parkedMsg
 }
 
-// parkedMsg is a message that arrived ahead of its turn, or (seen) the
-// turn of one delivered while its sender was not in the AV.
+// parkedMsg is a message that arrived ahead of its turn.
 type parkedMsg struct {
 	hdr  msgHdr
 	size uint64
 	data []byte
 	rv   rndv
-	seen bool
+}
+
+// takenTurn parks the turn of a message delivered while its sender was not
+// in the AV (resolveSeqs): its turn passes without a delivery.
+var takenTurn = &parkedMsg{}
+
+// park holds p (or takenTurn) until seq's turn comes.
+func (st *seqState) park(seq uint16, p *parkedMsg) {
+	if st.parked == nil {
+		st.parked = make(map[uint16]*parkedMsg)
+	}
+	st.parked[seq] = p
 }
 
 // maxAnonSeqs bounds the sequence numbers kept for one sender not in the
@@ -93,14 +103,11 @@ func (e *Endpoint) arriveSeq(src, id uint64, hdr msgHdr, size uint64, eager []by
 			logging.Warnf(logging.EPData, "dropping a message from %d: sequence %d is behind %d", src, seq, st.next)
 			return true
 		}
-		if st.parked == nil {
-			st.parked = make(map[uint16]*parkedMsg)
-		}
 		p := &parkedMsg{hdr: hdr, size: size, rv: rv}
 		if rv.none() {
 			p.data = append([]byte(nil), eager...)
 		}
-		st.parked[seq] = p
+		st.park(seq, p)
 		e.stats[kindNet].reordered++
 		return true
 	}
@@ -131,7 +138,7 @@ func (e *Endpoint) drainSeq(src uint64, st *seqState) {
 			break
 		}
 		delete(st.parked, st.next)
-		if !p.seen {
+		if p != takenTurn {
 			e.forceArrive = true
 			e.arrive(src, 0, p.hdr, p.size, p.data, p.rv, kindNet)
 			e.forceArrive = false
@@ -152,13 +159,9 @@ func (e *Endpoint) resolveSeqs() {
 		delete(e.anonSeqs, id)
 		st := e.seqState(src)
 		for _, seq := range seqs {
-			if int16(seq-st.next) < 0 {
-				continue
+			if int16(seq-st.next) >= 0 {
+				st.park(seq, takenTurn)
 			}
-			if st.parked == nil {
-				st.parked = make(map[uint16]*parkedMsg)
-			}
-			st.parked[seq] = &parkedMsg{seen: true}
 		}
 		e.drainSeq(src, st)
 	}
