@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/lnx-go/lnx-go/peers"
 	"github.com/lnx-go/lnx-go/peers/ofi"
@@ -101,24 +100,11 @@ func (c *netCore) takeBack([]uint64) {
 	}
 }
 
-// reclaim takes the lent transport back: what C took or read counts as
-// network activity, and C's reads of the core as polls, except that they
-// do not cool the core within netHotMin of its last activity: C reads a
-// fast core (libfabric shm) netHotPolls times in a fraction of a round
-// trip between processes that share CPUs, and a core gone quiet is read
-// only every netQuietGap (C then takes nothing: arm lends it no more).
+// reclaim takes the lent transport back, and accounts for what C did
+// with it (lentPolls).
 func (c *netCore) reclaim() {
 	c.lent = false
-	e := c.e
-	active, reads := c.t.Reclaim()
-	if active {
-		e.netActive()
-		return
-	}
-	if reads >= uint64(e.netHot) && time.Since(e.t0)-e.netActiveAt < netHotMin {
-		return
-	}
-	e.netHot -= int(min(reads, uint64(e.netHot)))
+	c.e.lentPolls(c.t.Reclaim())
 }
 
 // writeStats: how the transport carried the sends: one core message each

@@ -203,11 +203,16 @@ func (c *peerCore) lend(a *armMem, _ uint64) bool {
 
 // takeBack: what C left to Go is adopted at the end of disarm (adopt),
 // once the receives C took or armed are back in Go's queues. The sends C
-// made count as Endpoint.Send's would have.
+// made count as Endpoint.Send's would have. What the core read, wrote or
+// sent while C polled it counts as network activity, and C's idle polls
+// cool it, as a lent transport's do (lentPolls): while the core is lent
+// the gate lets reads into Go only every gateDutyGap (watchArmed), too
+// seldom for Go's own polls to cool a core gone quiet.
 func (c *peerCore) takeBack([]uint64) {
 	if c.lent {
 		c.lent, c.adoptDue = false, true
-		if n, b, big := c.ep.TakeTx(); n > 0 {
+		n, b, big := c.ep.TakeTx()
+		if n > 0 {
 			c.injects += n - big
 			c.sends += big
 			c.cInjects += n
@@ -215,8 +220,9 @@ func (c *peerCore) takeBack([]uint64) {
 			st := &c.e.stats[kindNet]
 			st.txMsgs += n
 			st.txBytes += b
-			c.e.netActive() // as sends over the core do (netCore.reclaim alike)
 		}
+		reads, events := c.ep.TakeReads()
+		c.e.lentPolls(n > 0 || events > 0, reads)
 		c.adoptSends()
 	}
 }

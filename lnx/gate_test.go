@@ -34,3 +34,28 @@ func TestGateLentDue(t *testing.T) {
 		t.Fatalf("shm only: due %d ns ahead, want about %v", d, gateDutyGap)
 	}
 }
+
+// TestLentPolls: what C did with a lent core (a transport or a peer-API
+// core) keeps it hot, and C's idle polls cool it as Go's would, but not
+// within netHotMin of its last activity.
+func TestLentPolls(t *testing.T) {
+	e := &Endpoint{}
+	e.t0 = time.Now().Add(-time.Hour)
+	e.lentPolls(true, 10)
+	if e.netHot != netHotPolls {
+		t.Fatalf("active: netHot %d, want %d", e.netHot, netHotPolls)
+	}
+	e.lentPolls(false, netHotPolls)
+	if e.netHot != netHotPolls {
+		t.Fatalf("idle polls right after activity cooled the core: netHot %d", e.netHot)
+	}
+	e.netActiveAt -= 2 * netHotMin
+	e.lentPolls(false, 100)
+	if e.netHot != netHotPolls-100 {
+		t.Fatalf("100 idle polls: netHot %d, want %d", e.netHot, netHotPolls-100)
+	}
+	e.lentPolls(false, netHotPolls)
+	if e.netHotNow() {
+		t.Fatalf("idle polls past netHot left it hot: %d", e.netHot)
+	}
+}

@@ -1038,6 +1038,24 @@ func (e *Endpoint) netActive() {
 	e.netActiveAt = time.Since(e.t0)
 }
 
+// lentPolls accounts for a network core C read while it was lent: what C
+// took, read or sent there (active) counts as network activity, and C's
+// reads of the core as progress polls, except that they do not cool the
+// core within netHotMin of its last activity: C reads a fast core
+// (libfabric shm) netHotPolls times in a fraction of a round trip between
+// processes that share CPUs, and a core gone quiet is read only every
+// netQuietGap (arm lends it no more).
+func (e *Endpoint) lentPolls(active bool, reads uint64) {
+	if active {
+		e.netActive()
+		return
+	}
+	if reads >= uint64(e.netHot) && time.Since(e.t0)-e.netActiveAt < netHotMin {
+		return
+	}
+	e.netHot -= int(min(reads, uint64(e.netHot)))
+}
+
 // A quiet network core is polled every netQuietGap (the most a message
 // from another node waits after a long silence, a fraction of a network
 // round trip), or netColdGap before it ever carried anything and while no

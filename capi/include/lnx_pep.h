@@ -126,6 +126,11 @@ struct lnx_pep {
 	uint64_t tx_msgs;    /* sends C made (lnx_pep_send_lent), under the arm lock; */
 	uint64_t tx_bytes;   /* Go takes them back with the core; */
 	uint64_t tx_big;     /* of tx_msgs, those over the inject size */
+	/* C's polls of the core while lent (lnx_pep_take), and the messages
+	 * the core read and completions it wrote meanwhile: Go takes them
+	 * back with the core, to keep it hot or let it cool as its own polls
+	 * would (lnx/core_peer.go takeBack). */
+	uint64_t c_reads, c_events;
 	/* Sends C made over the inject size that the core has not completed
 	 * and Go has not adopted (struct lnx_pctx's c_send), oldest first,
 	 * and their number: Go adopts them (lnx_pep_csend_pop) when it takes

@@ -205,6 +205,15 @@ func (ep *EP) TakeTx() (msgs, bytes, big uint64) {
 	return msgs, bytes, big
 }
 
+// TakeReads returns and clears how often C polled the core while lent,
+// and how many messages the core read and completions it wrote during
+// those polls (only while not lent).
+func (ep *EP) TakeReads() (reads, events uint64) {
+	reads, events = uint64(ep.c.c_reads), uint64(ep.c.c_events)
+	ep.c.c_reads, ep.c.c_events = 0, 0
+	return reads, events
+}
+
 // CSend is a send C made over the inject size while lent that the core
 // has not completed yet (PopSend).
 type CSend struct {

@@ -74,8 +74,10 @@ static int pep_get(struct lnx_pep *p, int tagged, const struct lnx_peer_match_at
 	e->pe.iov = (uintptr_t)e->iov;
 	e->pe.desc = (uintptr_t)e->desc;
 	*out = e;
-	if (p->arm)
+	if (p->arm) {
+		p->c_events++;
 		return pep_get_lent(p, tagged, a, e);
+	}
 	if (lnxPepGet(p->handle, tagged, a->addr, a->msg_size, e->pe.tag, e) == 0)
 		return 0;
 	return -FI_ENOENT;
@@ -230,6 +232,8 @@ static ssize_t own_cq_write(struct lnx_peer_cq *cq, void *context, uint64_t flag
 	struct lnx_pctx *c = context;
 	struct lnx_pcomp *w;
 	(void)buf;
+	if (p->arm)
+		p->c_events++;
 	if (!c)
 		return 0;
 	if (c->entry)
@@ -279,6 +283,8 @@ static ssize_t own_cq_writeerr(struct lnx_peer_cq *cq, const struct fi_cq_err_en
 	struct lnx_pep *p = (struct lnx_pep *)((char *)cq - offsetof(struct lnx_pep, pcq));
 	struct lnx_pctx *c = err->op_context;
 	struct lnx_pcomp *w;
+	if (p->arm)
+		p->c_events++;
 	if (!c)
 		return 0;
 	w = comp_slot(p);
@@ -694,6 +700,7 @@ int lnx_pep_take(void *pep, struct lnx_arm *a, int serial, const struct lnx_pep_
 	p->ops = ops;
 	p->serial = serial;
 	p->took = 0;
+	p->c_reads++;
 	ssize_t n = fi_cq_read(p->cq, p->evs, 16);
 	p->arm = NULL;
 	if ((n < 0 && n != -FI_EAGAIN) || lnx_pep_held(p))

@@ -20,6 +20,9 @@
  *  - a completion of a receive C matched that comes after C's poll goes
  *    to Go with what Go needs to write it (context, buffer, source); the
  *    receive counts as pending in the core until then.
+ *  - C counts its polls of the core, and the messages read and
+ *    completions written inside them (not those after), for Go to keep
+ *    the core hot or let it cool (lnx/core_peer.go takeBack).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +155,12 @@ int main(void)
 	      "slots: done %d %d head %llu", a->done[0], a->done[1], (unsigned long long)a->head);
 	CHECK(p->ncomp == 0 && !lnx_pep_held(p), "left for Go: %u comps", p->ncomp);
 	a->cring->head = a->cring->tail;
+	CHECK(p->c_reads == 1 && p->c_events == 2, "after a message: %llu polls, %llu events",
+	      (unsigned long long)p->c_reads, (unsigned long long)p->c_events);
+	n = take(a, NULL, 0, &go);
+	CHECK(n == 0 && go == 0 && p->c_reads == 2 && p->c_events == 2,
+	      "an idle poll: %d done, go %d, %llu polls, %llu events", n, go,
+	      (unsigned long long)p->c_reads, (unsigned long long)p->c_events);
 
 	/* Too large for the receive (a truncation: Go's), then one the armed
 	 * receive takes: both Go's, in order; the receive stays armed. */
@@ -217,6 +226,7 @@ int main(void)
 		      p->c_pending == 1,
 	      "late: %d done, go %d, get %d, pending %u", n, go, m6[0].got, p->c_pending);
 	p->inject = 4096;
+	uint64_t events = p->c_events;
 	struct lnx_peer_cq_owner *co = (void *)p->pcq.owner_ops;
 	((ssize_t(*)(struct lnx_peer_cq *, void *, uint64_t, size_t, void *, uint64_t, uint64_t,
 		     uint64_t))co->write)(&p->pcq, (void *)m6[0].e->pe.context,
@@ -230,6 +240,8 @@ int main(void)
 	      (unsigned long long)c->src);
 	CHECK(!memcmp(b[0], "xyz", 3), "late payload");
 	CHECK(p->c_pending == 0, "still pending after its completion: %u", p->c_pending);
+	CHECK(p->c_events == events, "a completion after the poll counted as C's: %llu events",
+	      (unsigned long long)p->c_events);
 	free(m6[0].e);
 
 	free(a->cring);
