@@ -5,6 +5,8 @@ package lnx
 import (
 	"testing"
 	"time"
+
+	"github.com/lnx-go/lnx-go/internal/fi"
 )
 
 // TestGateLentDue: while C reads a lent network core itself, the gate
@@ -32,6 +34,40 @@ func TestGateLentDue(t *testing.T) {
 	g.publish(&watchSet{})
 	if d := int64(m.due) - now; d < int64(gateDutyGap)/2 || d > int64(gateDutyGap)+int64(time.Second) {
 		t.Fatalf("shm only: due %d ns ahead, want about %v", d, gateDutyGap)
+	}
+}
+
+// TestWatchArmedPeerCore: a peer-API core lent to C is read by C on every
+// poll, as a lent transport is, so the gate gets the lent clock (skipMax
+// gateSkipShm, due gateDutyGap ahead) rather than the quiet core's, on
+// which Go took the core back after every 64 idle polls; unless the
+// endpoint does one-sided operations, whose side transport Go serves on
+// its own clock.
+func TestWatchArmedPeerCore(t *testing.T) {
+	e := &Endpoint{}
+	e.fast = new(fastMem)
+	e.Info.Caps = fi.TAGGED | fi.MSG
+	e.fast.arm.pep = 1
+	var w watchSet
+	e.watchArmed(&w)
+	if !w.lent {
+		t.Fatal("a lent peer core does not count as lent")
+	}
+	m := new(gateMem)
+	g := gate{m: m}
+	w.net, w.due = true, monoNs(time.Now())+int64(20*time.Microsecond)
+	now := monoNs(time.Now())
+	g.publish(&w)
+	if d := int64(m.due) - now; m.skipMax != gateSkipShm || d < int64(gateDutyGap)/2 {
+		t.Fatalf("lent peer core: skipMax %d, due %d ns ahead; want %d, about %v", m.skipMax, d, gateSkipShm, gateDutyGap)
+	}
+	for _, caps := range []uint64{fi.TAGGED | fi.RMA, fi.TAGGED | fi.ATOMIC} {
+		e.Info.Caps = caps
+		w.reset()
+		e.watchArmed(&w)
+		if w.lent {
+			t.Fatalf("a lent peer core counts as lent with caps %#x", caps)
+		}
 	}
 }
 
