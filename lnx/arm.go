@@ -314,7 +314,7 @@ func (e *Endpoint) armAfterCQRead(q *CQ, w *watchSet) {
 // (1,073 on the lent clock), and added 60-90 ns to each small message.
 func (e *Endpoint) watchArmed(w *watchSet) {
 	a := &e.fast.arm
-	oneSided := e.Info.Caps&(fi.RMA|fi.ATOMIC) != 0 || e.rmaExported
+	oneSided := e.Info.Caps&oneSidedCaps != 0 || e.rmaExported
 	w.lent = w.lent || a.net != 0 || (a.pep != 0 && !oneSided)
 	for _, c := range e.cores {
 		switch c := c.(type) {
