@@ -118,6 +118,45 @@ func TestRefused(t *testing.T) {
 	}
 }
 
+// TestRefusedIPv6: the same over a struct sockaddr_in6 name (::1), where
+// the host has IPv6 loopback.
+func TestRefusedIPv6(t *testing.T) {
+	l, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	ap := l.Addr().(*net.TCPAddr).AddrPort()
+	name := make([]byte, 28)
+	binary.NativeEndian.PutUint16(name, 10)
+	binary.BigEndian.PutUint16(name[2:], ap.Port())
+	a16 := ap.Addr().As16()
+	copy(name[8:], a16[:])
+	if Refused(name, time.Second) {
+		t.Error("a listening IPv6 address: refused")
+	}
+	l.Close()
+	if !Refused(name, time.Second) {
+		t.Error("a closed IPv6 address: not refused")
+	}
+}
+
+// TestProbeOnCallingThread: a probe is a few system calls on the caller's
+// thread. It runs on a rank's receive path right before a queued message
+// over the inject size starts; the net package's dial (23-26 allocations,
+// the goroutine parked on Go's network poller and another started to
+// watch the deadline) took about twice as long there.
+func TestProbeOnCallingThread(t *testing.T) {
+	live, gone := listenerPair(t)
+	for _, c := range []struct {
+		what string
+		name []byte
+	}{{"listening", sockName(live)}, {"closed", sockName(gone)}} {
+		if n := testing.AllocsPerRun(20, func() { Refused(c.name, time.Second) }); n > 1 {
+			t.Errorf("%s address: %v allocations per probe, want at most 1 (the address)", c.what, n)
+		}
+	}
+}
+
 // TestProbeResets: a probe's connection ends in a reset, which the
 // listener's read sees as an error. An orderly close (end-of-file) left
 // 2.1 tcp's listener holding the socket for ever: soak_short's workers

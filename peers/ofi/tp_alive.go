@@ -8,8 +8,9 @@ import (
 	"net"
 	"net/netip"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Liveness of a peer that the core keeps refusing (see eagain).
@@ -47,22 +48,19 @@ func (t *Transport) listening(p *Peer) int {
 			return r
 		}
 	}
-	ap, ok := sockAddr(p.name)
-	if !ok {
+	if !IsSockAddr(p.name) {
 		return peerUnknown
 	}
 	c := new(atomic.Int32)
 	c.Store(peerCheckPending)
 	p.check = c
-	timeout := t.cfg.PeerTimeout
+	name, timeout := p.name, t.cfg.PeerTimeout
 	t.stats.LivenessChecks++
 	go func() {
-		conn, err := net.DialTimeout("tcp", ap.String(), timeout)
-		if err != nil {
+		if probe(name, timeout) != nil {
 			c.Store(peerNotListening)
 			return
 		}
-		reset(conn)
 		c.Store(peerListening)
 	}()
 	return peerCheckPending
@@ -75,47 +73,93 @@ func (t *Transport) listening(p *Peer) int {
 // process holds its listener, even stopped), no answer within timeout,
 // a local failure, or a name that is not a socket address: false.
 func Refused(name []byte, timeout time.Duration) bool {
-	ap, ok := sockAddr(name)
-	if !ok {
-		return false
-	}
-	conn, err := net.DialTimeout("tcp", ap.String(), timeout)
-	if err == nil {
-		reset(conn)
-		return false
-	}
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) ||
-		errors.Is(err, syscall.ENETUNREACH)
+	err := probe(name, timeout)
+	return errors.Is(err, unix.ECONNREFUSED) || errors.Is(err, unix.EHOSTUNREACH) ||
+		errors.Is(err, unix.ENETUNREACH)
 }
 
-// reset closes a probe's connection with a reset, not an orderly close:
-// the listener is a core's (2.1 tcp's), which accepts it and waits for a
-// connection request; reading end-of-file there, it may see a stale
-// EAGAIN and keep the socket for ever (and poll it on every progress),
-// while a reset fails its read and it closes the socket.
-func reset(conn net.Conn) {
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.SetLinger(0)
+// errNotSock: a core name that is not an IP socket address.
+var errNotSock = errors.New("not an IP socket address")
+
+// probe makes one connection to the listening address in core name on
+// the calling thread: nil when it is accepted, else why not (ETIMEDOUT
+// when no answer came within timeout). It closes the connection with a
+// reset, not an orderly close: the listener is a core's (2.1 tcp's),
+// which accepts it and waits for a connection request; reading
+// end-of-file there, it may see a stale EAGAIN and keep the socket for
+// ever (and poll it on every progress), while a reset fails its read and
+// it closes the socket.
+//
+// Plain system calls, not the net package: its dial parks the goroutine
+// on Go's network poller and starts another to watch the deadline.
+// Refused runs on a rank's receive path, right before a queued message
+// starts, where that took about twice as long (docs/peer-api.md).
+func probe(name []byte, timeout time.Duration) error {
+	sa, family := sockaddrOf(name)
+	if sa == nil {
+		return errNotSock
 	}
-	conn.Close()
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1}); err != nil {
+		return err
+	}
+	if err := unix.Connect(fd, sa); err != unix.EINPROGRESS {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return unix.ETIMEDOUT
+		}
+		pfd := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+		n, err := unix.Poll(pfd[:], int((left+time.Millisecond-1)/time.Millisecond))
+		if err == unix.EINTR || (err == nil && n == 0) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		break
+	}
+	soErr, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	if err != nil {
+		return err
+	}
+	if soErr != 0 {
+		return unix.Errno(soErr)
+	}
+	return nil
 }
 
 // IsSockAddr reports whether a core name is an IP socket address (tcp's),
 // whose length does not vary from one process to the next.
-func IsSockAddr(name []byte) bool {
-	_, ok := sockAddr(name)
-	return ok
+func IsSockAddr(name []byte) bool { return sockFamily(name) != 0 }
+
+// sockFamily returns the address family of core name b if it is an IP
+// socket address, else 0.
+func sockFamily(b []byte) int {
+	switch {
+	case len(b) == inetLen && binary.NativeEndian.Uint16(b) == afInet:
+		return afInet
+	case len(b) == inet6Len && binary.NativeEndian.Uint16(b) == afInet6:
+		return afInet6
+	}
+	return 0
 }
 
 // sockAddr decodes a core address that is a struct sockaddr_in or
 // sockaddr_in6 (tcp's fi_getname).
 func sockAddr(b []byte) (netip.AddrPort, bool) {
-	const afInet, afInet6 = 2, 10
-	switch {
-	case len(b) == 16 && binary.NativeEndian.Uint16(b) == afInet:
+	switch sockFamily(b) {
+	case afInet:
 		a := netip.AddrFrom4([4]byte(b[4:8]))
 		return netip.AddrPortFrom(a, binary.BigEndian.Uint16(b[2:])), true
-	case len(b) == 28 && binary.NativeEndian.Uint16(b) == afInet6:
+	case afInet6:
 		a := netip.AddrFrom16([16]byte(b[8:24]))
 		if scope := binary.NativeEndian.Uint32(b[24:]); scope != 0 && a.IsLinkLocalUnicast() {
 			if ifc, err := net.InterfaceByIndex(int(scope)); err == nil {
@@ -125,4 +169,18 @@ func sockAddr(b []byte) (netip.AddrPort, bool) {
 		return netip.AddrPortFrom(a, binary.BigEndian.Uint16(b[2:])), true
 	}
 	return netip.AddrPort{}, false
+}
+
+// sockaddrOf is core name b as connect's address, and its family; nil if
+// b is not an IP socket address. An IPv6 scope stays the interface index
+// it came as.
+func sockaddrOf(b []byte) (unix.Sockaddr, int) {
+	switch f := sockFamily(b); f {
+	case afInet:
+		return &unix.SockaddrInet4{Port: int(binary.BigEndian.Uint16(b[2:])), Addr: [4]byte(b[4:8])}, f
+	case afInet6:
+		return &unix.SockaddrInet6{Port: int(binary.BigEndian.Uint16(b[2:])),
+			ZoneId: binary.NativeEndian.Uint32(b[24:]), Addr: [16]byte(b[8:24])}, f
+	}
+	return nil, 0
 }
