@@ -45,6 +45,7 @@ func cGetenv(name string) string {
 func lnx_go_init() {
 	logging.SetSink(fiLog{})
 	lnx.Getenv = cGetenv
+	raiseProcs(cGetenv("GOMAXPROCS"))
 }
 
 //export lnx_go_getinfo
