@@ -9,12 +9,16 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestSockAddr decodes tcp's fi_getname bytes (struct sockaddr_in and
-// sockaddr_in6) and refuses other formats.
+// sockaddr_in6) into connect's address, an IPv6 scope as its interface
+// index, and refuses other formats.
 func TestSockAddr(t *testing.T) {
 	in4 := make([]byte, 16)
 	binary.NativeEndian.PutUint16(in4, 2)
@@ -24,6 +28,11 @@ func TestSockAddr(t *testing.T) {
 	binary.NativeEndian.PutUint16(in6, 10)
 	binary.BigEndian.PutUint16(in6[2:], 4243)
 	in6[23] = 1 // ::1
+	ll6 := make([]byte, 28)
+	binary.NativeEndian.PutUint16(ll6, 10)
+	binary.BigEndian.PutUint16(ll6[2:], 4244)
+	ll6[8], ll6[9], ll6[23] = 0xfe, 0x80, 1 // fe80::1
+	binary.NativeEndian.PutUint32(ll6[24:], 3)
 	other := append([]byte(nil), in4...)
 	binary.NativeEndian.PutUint16(other, 27)
 	cases := []struct {
@@ -33,14 +42,29 @@ func TestSockAddr(t *testing.T) {
 	}{
 		{in4, "127.0.0.1:4242", true},
 		{in6, "[::1]:4243", true},
+		{ll6, "[fe80::1%3]:4244", true},
 		{other, "", false},
 		{in4[:15], "", false},
 		{make([]byte, 64), "", false},
 	}
 	for i, c := range cases {
-		ap, ok := sockAddr(c.b)
-		if ok != c.ok || (ok && ap.String() != c.want) {
-			t.Errorf("case %d: %v %v, want %q %v", i, ap, ok, c.want, c.ok)
+		sa, family := sockaddrOf(c.b)
+		var got string
+		switch a := sa.(type) {
+		case *unix.SockaddrInet4:
+			got = netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port)).String()
+		case *unix.SockaddrInet6:
+			ip := netip.AddrFrom16(a.Addr)
+			if a.ZoneId != 0 {
+				ip = ip.WithZone(strconv.Itoa(int(a.ZoneId)))
+			}
+			got = netip.AddrPortFrom(ip, uint16(a.Port)).String()
+		}
+		if ok := sa != nil; ok != c.ok || got != c.want || ok != (family != 0) {
+			t.Errorf("case %d: %q (family %d), want %q %v", i, got, family, c.want, c.ok)
+		}
+		if IsSockAddr(c.b) != c.ok {
+			t.Errorf("case %d: IsSockAddr %v, want %v", i, !c.ok, c.ok)
 		}
 	}
 }

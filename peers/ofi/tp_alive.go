@@ -5,8 +5,6 @@ package ofi
 import (
 	"encoding/binary"
 	"errors"
-	"net"
-	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -150,25 +148,6 @@ func sockFamily(b []byte) int {
 		return afInet6
 	}
 	return 0
-}
-
-// sockAddr decodes a core address that is a struct sockaddr_in or
-// sockaddr_in6 (tcp's fi_getname).
-func sockAddr(b []byte) (netip.AddrPort, bool) {
-	switch sockFamily(b) {
-	case afInet:
-		a := netip.AddrFrom4([4]byte(b[4:8]))
-		return netip.AddrPortFrom(a, binary.BigEndian.Uint16(b[2:])), true
-	case afInet6:
-		a := netip.AddrFrom16([16]byte(b[8:24]))
-		if scope := binary.NativeEndian.Uint32(b[24:]); scope != 0 && a.IsLinkLocalUnicast() {
-			if ifc, err := net.InterfaceByIndex(int(scope)); err == nil {
-				a = a.WithZone(ifc.Name)
-			}
-		}
-		return netip.AddrPortFrom(a, binary.BigEndian.Uint16(b[2:])), true
-	}
-	return netip.AddrPort{}, false
 }
 
 // sockaddrOf is core name b as connect's address, and its family; nil if
