@@ -92,9 +92,13 @@ type peerCore struct {
 	// Each send in the core is watched on the peer's side transport
 	// (ep.go, openSide), which probes the peer while it waits and
 	// declares it gone (peerGone) when it stops answering and its
-	// listener is gone, as the adapter's transport does; its sends then
+	// listener is gone, as the adapter's transport does; without one, by
+	// asking the receiver's listener (peer_alive.go). Its sends then
 	// fail. A failed send's later core completion is dropped.
 	watch   map[uint64]*ofi.Peer    // sends in the core, by id: the peer's side transport
+	lwatch  map[uint64]uint64       // sends in the core watched by listener, by id: the receiver's core fi_addr
+	alive   map[uint64]*listenWatch // those receivers, by core fi_addr
+	checks  uint64                  // listener checks made (peer_alive.go)
 	csends  map[uint64]peerep.CSend // sends C made, adopted at takeBack (adoptSends), by id
 	dropped map[uint64]struct{}     // sends failed by peerGone that the core still holds
 	gone    uint64                  // sends failed that way
@@ -118,7 +122,7 @@ type peerRecv struct {
 func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
 	c := &peerCore{e: e, byName: map[string]uint64{}, byCore: map[uint64]uint64{}, names: map[uint64][]byte{},
 		recvs: map[uint64]peerRecv{}, early: map[uint64]error{},
-		watch: map[uint64]*ofi.Peer{}, dropped: map[uint64]struct{}{}, dsts: map[uint64]*ofi.Peer{},
+		watch: map[uint64]*ofi.Peer{}, lwatch: map[uint64]uint64{}, alive: map[uint64]*listenWatch{}, dropped: map[uint64]struct{}{}, dsts: map[uint64]*ofi.Peer{},
 		csends: map[uint64]peerep.CSend{}}
 	var err error
 	if c.fab, err = ofi.OpenFabric(cd.list.Infos[0]); err != nil {
@@ -229,9 +233,9 @@ func (c *peerCore) takeBack([]uint64) {
 
 // adoptSends (e locked, not lent) takes over the sends C made over the
 // inject size that the core still holds: each gets an id its completion
-// carries (SendC), and is watched on its peer's side transport as Go's
-// own sends are (send), so that a receiver that died fails it
-// (peerGone). One to a peer declared gone meanwhile fails at once.
+// carries (SendC), and is watched as Go's own sends are (send), so that
+// a receiver that died fails it (peerGone, listenerGone). One to a peer
+// declared gone meanwhile fails at once.
 func (c *peerCore) adoptSends() {
 	for {
 		id := c.e.nextSend + 1
@@ -241,20 +245,18 @@ func (c *peerCore) adoptSends() {
 		}
 		c.e.nextSend = id
 		var side *ofi.Peer
+		var dest uint64
 		if rt := c.e.routes[s.Dst]; rt != nil {
-			side = rt.net
+			side, dest = rt.net, rt.pfa
 		}
-		if side != nil && side.Gone() {
+		if err := c.goneTo(dest, side); err != nil {
 			c.dropped[id] = struct{}{}
 			c.gone++
-			c.e.completeSend(ptrOf(s.Ctx), s.Flags, s.CQ, errSideGone)
+			c.e.completeSend(ptrOf(s.Ctx), s.Flags, s.CQ, err)
 			continue
 		}
 		c.csends[id] = s
-		if side != nil {
-			c.watch[id] = side
-			side.Transport().Watch(side)
-		}
+		c.watchSend(id, dest, side)
 	}
 }
 
@@ -288,6 +290,7 @@ func (c *peerCore) settle(id uint64) bool {
 		delete(c.watch, id)
 		p.Transport().Unwatch(p)
 	}
+	c.unwatchListener(id)
 	return true
 }
 
@@ -306,9 +309,9 @@ func (c *peerCore) finishSend(id uint64, err error) {
 func ptrOf(p uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&p)) }
 
 // publish lets C send to lnx fi_addr addr over the core (rt, the route
-// just made; e locked), unless its side transport declared it gone.
+// just made; e locked), unless it was declared gone (goneTo).
 func (c *peerCore) publish(addr uint64, rt *route) {
-	if addr >= peerep.MaxDsts || (rt.net != nil && rt.net.Gone()) {
+	if addr >= peerep.MaxDsts || c.goneTo(rt.pfa, rt.net) != nil {
 		return
 	}
 	c.dsts[addr] = rt.net
@@ -427,6 +430,7 @@ func (c *peerCore) poll() {
 	}
 	n := c.sends + c.expected + c.started + c.unexpected
 	_ = c.ep.Progress()
+	c.checkAlive()
 	if c.sends+c.expected+c.started+c.unexpected != n {
 		c.e.netActive()
 	} else if len(c.recvs) > 0 || c.e.netSends > 0 || len(c.csends) > 0 || c.ep.Pending() > 0 {
@@ -752,10 +756,11 @@ func (c *peerCore) peerGone(src uint64, err error) {
 // completion (an inject, or one the core wrote inside the call).
 //
 // side, if not nil, is the peer on the side transport, which watches it
-// while the send is in the core (peerGone).
+// while the send is in the core (peerGone); else its listener does
+// (watchSend).
 func (c *peerCore) send(dest uint64, side *ofi.Peer, tagged bool, hdr msgHdr, iovs [][]byte, inject bool, id uint64) (bool, error) {
-	if side != nil && side.Gone() {
-		return false, errSideGone
+	if err := c.goneTo(dest, side); err != nil {
+		return false, err
 	}
 	var bases [peerep.MaxIov]unsafe.Pointer
 	var lens [peerep.MaxIov]uint64
@@ -798,10 +803,7 @@ func (c *peerCore) send(dest uint64, side *ofi.Peer, tagged bool, hdr msgHdr, io
 			delete(c.early, id)
 			return true, eerr
 		}
-		if side != nil {
-			c.watch[id] = side
-			side.Transport().Watch(side)
-		}
+		c.watchSend(id, dest, side)
 	}
 	return done, nil
 }
@@ -817,6 +819,9 @@ func (c *peerCore) writeStats(w io.Writer) {
 	}
 	if c.closed > 0 {
 		gone += fmt.Sprintf(", %d queued messages of a sender gone discarded", c.closed)
+	}
+	if c.checks > 0 {
+		gone += fmt.Sprintf(", %d liveness checks of receivers' listeners", c.checks)
 	}
 	if c.cInjects > 0 {
 		gone += fmt.Sprintf(", %d sent in C", c.cInjects)

@@ -3,6 +3,7 @@
 package lnx
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -279,9 +280,10 @@ func sendRegs(cacheMax int) int {
 	return min(cacheMax, ofi.MaxSendRegs)
 }
 
-// openSide opens the transport beside peer core pc, on the domain lnx
-// registers the application's MRs with (pc has a domain of its own): the
-// peer core carries the messages, the transport one-sided operations
+// openSide opens the transport beside peer core pc where the endpoint
+// needs one (needSide), on the domain lnx registers the application's
+// MRs with (pc has a domain of its own): the peer core carries the
+// messages, the transport one-sided operations
 // (rma.go, rma_native.go: requests the target executes, and the core's
 // own RMA with its MR keys) and the probes that find a peer dead while
 // the peer core waits for it (peerCore.watch). It has pc's id, so that
@@ -299,6 +301,9 @@ func (e *Endpoint) openSide(cd *coreDomain, pc *peerCore) error {
 		// and two processes must take the same path.
 		return errors.New("no room for a side transport beside lnx's shm and a core name of varying length (libfabric shm) in lnx's 64-byte address")
 	}
+	if name, _ := ofi.AddrName(pc.blob); !e.needSide(name) {
+		return e.sideRoom(id, name)
+	}
 	cfg := e.Domain.cfg
 	t, err := cd.dom.OpenTransport(ofi.Config{ID: id, PeerTimeout: cfg.PeerTimeout,
 		Credits: cfg.NetCredits, NoRead: !cfg.NetRead, OnError: pc.peerGone, SendRegs: sendRegs(cfg.MRCacheMax)})
@@ -309,6 +314,37 @@ func (e *Endpoint) openSide(cd *coreDomain, pc *peerCore) error {
 	e.addCore(&netCore{e: e, t: t, arrive: e.netArrival(t, 0), side: true})
 	if _, err := e.Name(); err != nil {
 		return fmt.Errorf("address with the side transport: %w", err)
+	}
+	return nil
+}
+
+// needSide says whether the endpoint opens the side transport beside a
+// peer core of core name: for one-sided operations, and to watch the
+// peers' liveness where their listeners cannot be asked (a core name that
+// is not an IP socket address: peer_alive.go). Without it an endpoint
+// holds one core endpoint, as on the adapter: 2.1 rxm posts its shared
+// receive buffers when an endpoint is enabled, about 130 MB per
+// endpoint on the default links (docs/peer-api.md).
+func (e *Endpoint) needSide(name []byte) bool {
+	caps := e.Info.Caps // 0: the application asked for none, so all of them
+	return caps == 0 || caps&oneSidedCaps != 0 || !ofi.IsSockAddr(name)
+}
+
+// sideRoom fails the peer path where lnx's address would have no room for
+// a side transport beside core name, though none is opened: every process
+// of a job must take the same path whatever caps its endpoints ask for
+// (lnx's shm beside an IPv6 name: the adapter for all). The stand-in has
+// another port, the most a real side transport's packed name differs by.
+func (e *Endpoint) sideRoom(id uint64, name []byte) error {
+	alt := bytes.Clone(name)
+	alt[2], alt[3] = ^alt[2], ^alt[3]
+	a := Addr{Node: e.node, Link: linkHash(e.Domain.Link.Name())}
+	for _, c := range e.cores {
+		a.Cores = append(a.Cores, c.addr())
+	}
+	a.Cores = append(a.Cores, CoreAddr{Kind: coreSide, Raw: ofi.EncodeAddr(id, alt)})
+	if _, err := a.Encode(); err != nil {
+		return fmt.Errorf("address with room for a side transport: %w", err)
 	}
 	return nil
 }

@@ -76,6 +76,12 @@ func Refused(name []byte, timeout time.Duration) bool {
 		errors.Is(err, unix.ENETUNREACH)
 }
 
+// ProbeListener makes one connection to the listening address in core
+// name, waiting at most timeout: nil when it is accepted, else why not
+// (ETIMEDOUT when no answer came in time). For an owner that watches a
+// peer itself (lnx's peer-API core, which opens no transport).
+func ProbeListener(name []byte, timeout time.Duration) error { return probe(name, timeout) }
+
 // errNotSock: a core name that is not an IP socket address.
 var errNotSock = errors.New("not an IP socket address")
 
