@@ -247,7 +247,13 @@ func (d *Domain) OpenEndpoint(info fi.Info) (*Endpoint, error) {
 			}
 			e.closePeerPath()
 		}
-		logging.Warnf(logging.EPCtrl, "link %s: peer API not taken, using the transport adapter: %v", d.Link.Name(), err)
+		// The default: a core without the peer API (2.1's native tcp)
+		// is no surprise. Asked for, it is.
+		logf := logging.Infof
+		if d.cfg.PeerAPIAsked {
+			logf = logging.Warnf
+		}
+		logf(logging.EPCtrl, "link %s: peer API not taken, using the transport adapter: %v", d.Link.Name(), err)
 	}
 	for i, c := range d.cores {
 		var srcName []byte

@@ -53,8 +53,10 @@ type Config struct {
 	NetRead    bool
 	NativeRMA  bool
 	// PeerAPI: drive network cores that accept it through the peer
-	// API (FI_LNX_PEER_API, libfabric 2.x only; default off).
-	PeerAPI bool
+	// API (FI_LNX_PEER_API, libfabric 2.0-2.2 only; default on).
+	// PeerAPIAsked: the user set it on, so that a core that refuses is
+	// worth a warning rather than a note.
+	PeerAPI, PeerAPIAsked bool
 	// CheckSendBuffers: on the peer API path, mincore a send buffer over
 	// a page before the core reads it (FI_LNX_CHECK_SEND_BUFFERS,
 	// default on).
@@ -88,7 +90,8 @@ func Load(getenv func(string) string) *Config {
 		NetCredits:       r.credits(),
 		NetRead:          !r.off(NetRead),
 		NativeRMA:        !r.off(NativeRMA),
-		PeerAPI:          r.on(PeerAPI),
+		PeerAPI:          !r.off(PeerAPI),
+		PeerAPIAsked:     r.on(PeerAPI),
 		CheckSendBuffers: !r.off(CheckSendBuffers),
 		FastSend:         !r.off(FastSend),
 		FastRndv:         !r.off(FastRndv),

@@ -16,7 +16,7 @@ func env(m map[string]string) func(string) string { return func(k string) string
 func TestDefaults(t *testing.T) {
 	c := Load(env(nil))
 	want := &Config{Rails: PerPeer, UnexpectedMax: DefaultUnexpectedMax, PeerTimeout: ofi.DefaultPeerTimeout,
-		NetRead: true, NativeRMA: true, CheckSendBuffers: true, FastSend: true, FastRndv: true, FastRecv: true, ArmRecv: true, RearmRecv: true, HmemIPC: true,
+		NetRead: true, NativeRMA: true, PeerAPI: true, CheckSendBuffers: true, FastSend: true, FastRndv: true, FastRecv: true, ArmRecv: true, RearmRecv: true, HmemIPC: true,
 		MRCacheMax: DefaultMRCacheMax, WaitSleepMax: DefaultWaitSleepMax}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
@@ -27,7 +27,7 @@ func TestValues(t *testing.T) {
 	c := Load(env(map[string]string{
 		Links: " shm+tcp;ofi_rxm ", DisableShm: "yes", NodeID: "n1", MultiRailSelection: "per_msg",
 		NetAddrFormat: "inet6", DumpStats: "1", UnexpectedMax: "2m", PeerTimeout: "3s", NetCredits: "0",
-		NetRead: "off", NativeRMA: "off", CheckSendBuffers: "off", FastSend: "0", FastRndv: "off", FastRecv: "no", ArmRecv: "false", RearmRecv: "n", HmemIPC: "0",
+		NetRead: "off", NativeRMA: "off", PeerAPI: "off", CheckSendBuffers: "off", FastSend: "0", FastRndv: "off", FastRecv: "no", ArmRecv: "false", RearmRecv: "n", HmemIPC: "0",
 		MRCacheMax: "0", CudaLib: "none", RocmLib: "/opt/rocm/lib/libamdhip64.so", WaitSleepMax: "250us",
 	}))
 	want := &Config{Links: "shm+tcp;ofi_rxm", DisableShm: true, NodeID: "n1", Rails: PerMsg,
@@ -38,6 +38,9 @@ func TestValues(t *testing.T) {
 	}
 	if c := Load(env(map[string]string{NetCredits: "8"})); c.NetCredits != 8 {
 		t.Errorf("NetCredits=8 read as %d", c.NetCredits)
+	}
+	if c := Load(env(map[string]string{PeerAPI: "1"})); !c.PeerAPI || !c.PeerAPIAsked {
+		t.Errorf("PeerAPI=1 read as on %v, asked %v", c.PeerAPI, c.PeerAPIAsked)
 	}
 }
 

@@ -73,7 +73,8 @@ var Vars = []Var{
 	{NativeRMA, ParamBool, "Writes and reads toward network peers go as the network core's own RMA " +
 		"where it can carry them (default: on; off: the target executes every one-sided operation)."},
 	{PeerAPI, ParamBool, "Under libfabric 2.0 to 2.2, drive a network core that accepts a peer SRX and peer CQ " +
-		"(shm as fi_shm, tcp;ofi_rxm) through the peer API instead of lnx's transport adapter (default: off)."},
+		"(shm as fi_shm, tcp;ofi_rxm) through the peer API instead of lnx's transport adapter (default: on; " +
+		"off: every network core on the adapter, with lnx's credits)."},
 	{CheckSendBuffers, ParamBool, "On the peer API path, check that a send buffer over a page is mapped over its " +
 		"length (one mincore) before the core reads it later, so that a short buffer fails the send at the call " +
 		"(default: on). Off, the core fails it: an error completion over shm with CMA, a broken connection over " +

@@ -9,10 +9,11 @@
  * (docs/peer-api.md: the side transport beside it is opened for FI_RMA
  * and FI_ATOMIC only, since 2.1's rxm posts some 130 MB of receive
  * buffers per endpoint). One that asks for them holds one on the adapter
- * and two on the peer path (FI_LNX_PEER_API=1 under libfabric 2.0-2.2).
+ * and two on the peer path (libfabric 2.0-2.2 unless FI_LNX_PEER_API=0).
  * Each endpoint must also still give a name after the others closed.
  */
 #include <dirent.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -75,11 +76,19 @@ static int listeners(void)
 	return count;
 }
 
+/* The peer path: libfabric 2.0-2.2, and FI_LNX_PEER_API not off (its
+ * default is on). */
 static int peer_path(void)
 {
+	const char *off[] = { "0", "n", "no", "off", "false" };
 	const char *v = getenv("FI_LNX_PEER_API");
 	uint32_t fv = fi_version();
-	return v && strcmp(v, "1") == 0 && FI_MAJOR(fv) == 2 && FI_MINOR(fv) <= 2;
+	if (FI_MAJOR(fv) != 2 || FI_MINOR(fv) > 2)
+		return 0;
+	for (size_t i = 0; v && i < sizeof(off) / sizeof(off[0]); i++)
+		if (strcasecmp(v, off[i]) == 0)
+			return 0;
+	return 1;
 }
 
 int main(void)

@@ -10,7 +10,7 @@
 # (tests/mpi/mpi_bench.sh) under Open MPI 5.0.7: ob1 + sm beside lnx-go on
 # one node, then between two simulated nodes cm + ofi over tcp;ofi_rxm
 # alone, ob1 + btl tcp, and lnx-go (default links) with its transport
-# adapter and with the peer API (FI_LNX_PEER_API=1, off by default).
+# adapter (FI_LNX_PEER_API=0) and with the peer API (=1, the default).
 set -eu
 mkdir -p /out/bench /out/empty
 gcc -O2 -Wall -o /out/bench/fi_bench /lnx/tests/bench/fi_bench.c $(pkg-config --cflags --libs libfabric) -ldl
@@ -31,4 +31,4 @@ mpicc -O2 -Wall -o /out/bench/mpi_bench /lnx/tests/mpi/mpi_bench.c
 bash /lnx/tests/mpi/mpi_bench.sh -r "${ROUNDS:-3}" -s 1,64,4k,64k,1m,4m /out/bench/mpi_bench
 echo "# Debian 13: MPI level between two simulated nodes: cm + ofi over tcp;ofi_rxm alone, ob1 + btl tcp, lnx-go (adapter, peer API)"
 bash /lnx/tests/mpi/mpi_bench.sh -N -r "${ROUNDS:-3}" -t lat,bw -s 1,64,4k,16k,64k,1m \
-	-c tcp,ob1_tcp,lnx_nodes,lnx_nodes_peer /out/bench/mpi_bench
+	-c tcp,ob1_tcp,lnx_nodes_adapter,lnx_nodes_peer /out/bench/mpi_bench

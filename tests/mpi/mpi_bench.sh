@@ -19,8 +19,10 @@
 # core by itself), ob1_tcp (pml ob1 + btl tcp over lo), lnx_nodes (cm + ofi
 # over lnx, default links, FI_LNX_NODE_ID set per rank by simnode.sh so that
 # rank r and its partner r + n/2 are on different nodes and tcp;ofi_rxm
-# carries their traffic), lnx_nodes_peer (the same with FI_LNX_PEER_API=1,
-# which only libfabric 2.0-2.2 honours) and with -b lnx_nodes_base. The
+# carries their traffic; under libfabric 2.0-2.2 through the peer API, the
+# default), lnx_nodes_peer (the same with FI_LNX_PEER_API=1),
+# lnx_nodes_adapter (FI_LNX_PEER_API=0: lnx's transport adapter) and with
+# -b lnx_nodes_base. The
 # ranks run on this one machine, so tcp runs over loopback. With 4 ranks
 # the two-pair message rate is measured too; -t picks tests of
 # lat,bw,bibw,pairs (default all). Environment: FI_PROVIDER_PATH (holds
@@ -29,7 +31,7 @@
 # counters, FI_LNX_DUMP_STATS, and must show every rank sending over the
 # core its case is about: shm on one node, tcp;ofi_rxm between simulated
 # nodes (and nothing over shm with 2 ranks), lnx_nodes_peer through the
-# peer API; the counters turn C's fast send path off, so this proves the
+# peer API, lnx_nodes_adapter not through it; the counters turn C's fast send path off, so this proves the
 # paths, for tests, and its figures are not lnx's). Every
 # lnx run must show Open MPI's ofi MTL on lnx (its verbose provider line),
 # and a tcp run on a provider other than lnx, or the script fails. This is
@@ -99,10 +101,11 @@ for r in $(seq 1 "$rounds"); do
 			env=(-x FI_LNX_PROV_LINKS=shm) ;;
 		lnx | lnx_base) opts=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include lnx "${verbose[@]}")
 			env=(-x FI_LNX_PROV_LINKS=) ;;
-		lnx_nodes | lnx_nodes_base | lnx_nodes_peer)
+		lnx_nodes | lnx_nodes_base | lnx_nodes_peer | lnx_nodes_adapter)
 			opts=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include lnx "${verbose[@]}")
 			env=(-x FI_LNX_PROV_LINKS= -x RANKS_PER_NODE="$per_node") wrap=("${simnode[@]}") check=net
-			[ "$c" != lnx_nodes_peer ] || env+=(-x FI_LNX_PEER_API=1) ;;
+			[ "$c" != lnx_nodes_peer ] || env+=(-x FI_LNX_PEER_API=1)
+			[ "$c" != lnx_nodes_adapter ] || env+=(-x FI_LNX_PEER_API=0) ;;
 		*) echo "mpi_bench.sh: unknown case $c" >&2; exit 2 ;;
 		esac
 		if [ -n "$check" ] && [ "${MPI_BENCH_CHECK_CORES:-0}" = 1 ]; then
@@ -158,6 +161,11 @@ for r in $(seq 1 "$rounds"); do
 			npeer=$(grep -aE '^lnx: pid [0-9]+ .* peer API: ' "$out" | awk '{ print $3 }' | sort -u | wc -l)
 			if [ "$c" = lnx_nodes_peer ] && [ "$npeer" -ne "$np" ]; then
 				echo "mpi_bench.sh: $c: $npeer of $np ranks drove the core through the peer API" >&2
+				fail=1
+				continue
+			fi
+			if [ "$c" = lnx_nodes_adapter ] && [ "$npeer" -ne 0 ]; then
+				echo "mpi_bench.sh: $c: $npeer of $np ranks drove the core through the peer API, FI_LNX_PEER_API=0" >&2
 				fail=1
 				continue
 			fi
