@@ -25,7 +25,10 @@
  * With "#id" the two processes get different FI_LNX_NODE_ID values
  * (id-0, id-1), so lnx treats them as peers on different nodes.
  *
- * The table goes to stdout; with -c the same medians and ratios also go to
+ * The table goes to stdout, with each case's ratios to the first and the
+ * one-way latency it adds to the first's in nanoseconds (the fast-core
+ * row of make bench: what lnx adds over libfabric's shm); with -c the same
+ * medians, ratios and added nanoseconds also go to
  * a CSV file, one row per case and size, cases in command-line order
  * (tests/bench/plot.gp draws it). Progress, one line per round, goes to
  * stderr unless -q.
@@ -722,13 +725,17 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	printf("# tagged ping-pong (one-way latency, us) and streaming bandwidth (MB/s)\n");
-	printf("# medians of %d interleaved rounds; ratio = case / %s\n", rounds, cases[0].label);
+	printf("# medians of %d interleaved rounds; ratio = case / %s; added_ns = the case's one-way "
+	       "latency minus %s's, in ns\n",
+	       rounds, cases[0].label, cases[0].label);
 	printf("%-8s", "size");
 	for (int k = 0; k < ncases; k++)
 		printf(" %12s_lat %12s_bw", cases[k].label, cases[k].label);
 	for (int k = 1; k < ncases; k++)
 		printf(" %9s/%s_lat %9s/%s_bw", cases[k].label, cases[0].label, cases[k].label,
 		       cases[0].label);
+	for (int k = 1; k < ncases; k++)
+		printf(" %12s_added_ns", cases[k].label);
 	printf("\n");
 	static double ml[MAX_CASES][MAX_SIZES], mb[MAX_CASES][MAX_SIZES];
 	for (int s = 0; s < nsizes; s++) {
@@ -742,17 +749,20 @@ int main(int argc, char **argv)
 		}
 		for (int k = 1; k < ncases; k++)
 			printf(" %16.2fx %15.2fx", ml[k][s] / ml[0][s], mb[k][s] / mb[0][s]);
+		for (int k = 1; k < ncases; k++)
+			printf(" %21.0f", (ml[k][s] - ml[0][s]) * 1000);
 		printf("\n");
 	}
 	if (csv) {
 		fprintf(csv,
 			"case,size_bytes,latency_us,bandwidth_mbs,latency_ratio,bandwidth_ratio,"
-			"baseline,rounds\n");
+			"baseline,rounds,latency_added_ns\n");
 		for (int k = 0; k < ncases; k++)
 			for (int s = 0; s < nsizes; s++)
-				fprintf(csv, "%s,%zu,%.4f,%.2f,%.4f,%.4f,%s,%d\n", cases[k].label,
-					sizes[s], ml[k][s], mb[k][s], ml[k][s] / ml[0][s],
-					mb[k][s] / mb[0][s], cases[0].label, rounds);
+				fprintf(csv, "%s,%zu,%.4f,%.2f,%.4f,%.4f,%s,%d,%.1f\n",
+					cases[k].label, sizes[s], ml[k][s], mb[k][s],
+					ml[k][s] / ml[0][s], mb[k][s] / mb[0][s], cases[0].label,
+					rounds, (ml[k][s] - ml[0][s]) * 1000);
 		if (fclose(csv)) {
 			fprintf(stderr, "fi_bench: %s: %s\n", csvpath, strerror(errno));
 			return 1;
