@@ -725,8 +725,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	printf("# tagged ping-pong (one-way latency, us) and streaming bandwidth (MB/s)\n");
-	printf("# medians of %d interleaved rounds; ratio = case / %s; added_ns = the case's one-way "
-	       "latency minus %s's, in ns\n",
+	printf("# medians of %d interleaved rounds; ratio = case / %s; added_ns = the case's "
+	       "one-way latency minus %s's, in ns\n",
 	       rounds, cases[0].label, cases[0].label);
 	printf("%-8s", "size");
 	for (int k = 0; k < ncases; k++)
