@@ -18,8 +18,10 @@
 
 /*
  * lnx_copyable reports whether buf may be copied: a buffer of at most a
- * page is, one of more when every page it covers is mapped (mincore:
- * ENOMEM for a hole), as shm.Endpoint.Send checks: a buffer shorter than
+ * page is, one of more when every page it covers is mapped, as
+ * internal/memmap checks (msync with MS_ASYNC: ENOMEM for a hole, and no
+ * writeback; a quarter of mincore's time, which reads every page's
+ * state), as shm.Endpoint.Send checks: a buffer shorter than
  * the length the application gave then goes to Go, which fails the send,
  * instead of faulting the process here. Inline for the small case (no
  * page is under 4 KiB), which is every send of 1-8 B.
@@ -31,17 +33,8 @@ static int lnx_copyable_big(const void *buf, size_t len)
 		pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	if (len <= pg)
 		return 1;
-	/* As many pages per call as Go's memmap.Mapped (16 MiB of 4 KiB
-	 * pages): a 1 MiB buffer in one system call, not four. */
-	unsigned char vec[4096];
-	uintptr_t start = (uintptr_t)buf & ~(pg - 1), end = (uintptr_t)buf + len;
-	while (start < end) {
-		uintptr_t n = end - start < sizeof(vec) * pg ? end - start : sizeof(vec) * pg;
-		if (mincore((void *)start, n, vec) != 0 && (errno == ENOMEM || errno == EFAULT))
-			return 0;
-		start += n;
-	}
-	return 1;
+	uintptr_t start = (uintptr_t)buf & ~(pg - 1);
+	return msync((void *)start, (uintptr_t)buf + len - start, MS_ASYNC) == 0 || errno != ENOMEM;
 }
 static inline int lnx_copyable(const void *buf, size_t len)
 {
@@ -315,8 +308,8 @@ static ssize_t lnx_fast_send_pep(struct lnx_fast *f, int serial, const struct io
 		 * CMA copy, rxm's rendezvous): never for a buffer reusable on
 		 * return (Go copies it), and only into the arm's CQ ring, where
 		 * C's poll writes the completion. The mapping check (one
-		 * mincore, 2-2.5 us of a 16 KiB message over libfabric's shm)
-		 * may be off: the core then fails a short buffer itself. */
+		 * msync) may be off: the core then fails a short buffer
+		 * itself. */
 		if ((kind & LNX_OP_INJECT) || (m.txf & FI_INJECT) ||
 		    (m.want_cq && !lnx_fast_one_ring(f)) ||
 		    (lnx_pep_checks_bufs((void *)a->pep) && !lnx_copyable(m.buf, m.len)))

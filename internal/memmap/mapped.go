@@ -14,10 +14,12 @@ import (
 // makes tcp's transfer fail inside the core ("internal transfer failed (Bad
 // address)"), which breaks the connection to the peer; lnx's shm core
 // copies eager messages itself, and would fault. The senders therefore
-// check that every page is mapped (mincore(2): ENOMEM for a hole in the
-// range; one system call per piece, 16 MiB of range per call) and refuse
-// the send before anything touches it. A page mapped without read
-// permission is not detected.
+// check that every page is mapped and refuse the send before anything
+// touches it: msync(2) with MS_ASYNC, which walks the mappings over the
+// range (ENOMEM for a hole in it) and writes nothing back. mincore(2)
+// answers the same, but reads the state of every page: 0.9 us for 16 KiB
+// on this machine against msync's 0.22 (a getppid 0.17). A page mapped
+// without read permission is not detected.
 
 // PageSize is the system's page size.
 var PageSize = uintptr(os.Getpagesize())
@@ -27,18 +29,10 @@ func Mapped(b []byte) bool {
 	if len(b) == 0 {
 		return true
 	}
-	var vec [4096]byte
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(b))) &^ (PageSize - 1)
 	end := uintptr(unsafe.Pointer(unsafe.SliceData(b))) + uintptr(len(b))
-	for start < end {
-		n := min(end-start, uintptr(len(vec))*PageSize)
-		_, _, errno := syscall.Syscall(syscall.SYS_MINCORE, start, n, uintptr(unsafe.Pointer(&vec[0])))
-		if errno != 0 {
-			return errno != syscall.ENOMEM && errno != syscall.EFAULT
-		}
-		start += n
-	}
-	return true
+	_, _, errno := syscall.Syscall(syscall.SYS_MSYNC, start, end-start, syscall.MS_ASYNC)
+	return errno != syscall.ENOMEM
 }
 
 // Checked reports whether lnx may copy b, or hand it to a core, checking

@@ -3,6 +3,7 @@
 package memmap
 
 import (
+	"os"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -61,5 +62,44 @@ func TestChecked(t *testing.T) {
 		if got := Checked(c.b); got != c.want {
 			t.Errorf("%d bytes at offset %d: Checked %v, want %v", len(c.b), cap(m)-cap(c.b), got, c.want)
 		}
+	}
+}
+
+// TestMappedHole: a hole between two mapped pages is found too (msync
+// walks every mapping over the range), and a file mapped shared passes
+// without being written back.
+func TestMappedHole(t *testing.T) {
+	pg := syscall.Getpagesize()
+	m, err := syscall.Mmap(-1, 0, 3*pg, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := uintptr(unsafe.Pointer(&m[0]))
+	defer syscall.Syscall(syscall.SYS_MUNMAP, addr, uintptr(3*pg), 0)
+	if _, _, e := syscall.Syscall(syscall.SYS_MUNMAP, addr+uintptr(pg), uintptr(pg), 0); e != 0 {
+		t.Fatal(e)
+	}
+	if Mapped(m[:3*pg]) || Mapped(m[pg-1:2*pg+1]) {
+		t.Error("a range over an unmapped middle page passed")
+	}
+	if !Mapped(m[2*pg : 3*pg]) {
+		t.Error("the mapped page after the hole was refused")
+	}
+	f, err := os.CreateTemp(t.TempDir(), "mapped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(int64(2 * pg)); err != nil {
+		t.Fatal(err)
+	}
+	fm, err := syscall.Mmap(int(f.Fd()), 0, 2*pg, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(fm)
+	fm[0] = 1
+	if !Mapped(fm) {
+		t.Error("a shared file mapping was refused")
 	}
 }

@@ -57,7 +57,7 @@ type Config struct {
 	// PeerAPIAsked: the user set it on, so that a core that refuses is
 	// worth a warning rather than a note.
 	PeerAPI, PeerAPIAsked bool
-	// CheckSendBuffers: on the peer API path, mincore a send buffer over
+	// CheckSendBuffers: on the peer API path, msync a send buffer over
 	// a page before the core reads it (FI_LNX_CHECK_SEND_BUFFERS,
 	// default on).
 	CheckSendBuffers bool

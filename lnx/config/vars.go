@@ -76,7 +76,7 @@ var Vars = []Var{
 		"(shm as fi_shm, tcp;ofi_rxm) through the peer API instead of lnx's transport adapter (default: on; " +
 		"off: every network core on the adapter, with lnx's credits)."},
 	{CheckSendBuffers, ParamBool, "On the peer API path, check that a send buffer over a page is mapped over its " +
-		"length (one mincore) before the core reads it later, so that a short buffer fails the send at the call " +
+		"length (one msync) before the core reads it later, so that a short buffer fails the send at the call " +
 		"(default: on). Off, the core fails it: an error completion over shm with CMA, a broken connection over " +
 		"tcp;ofi_rxm, a crash where the core copies it in this process."},
 	{NetRead, ParamBool, "Large network sends of one buffer are read by the receiver (RMA) where the core can (default: on)."},
