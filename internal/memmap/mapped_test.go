@@ -9,20 +9,29 @@ import (
 	"unsafe"
 )
 
+// mapWithHole maps pages anonymous pages and unmaps n of them from page
+// from on: a buffer whose stated length runs over a hole. The test's end
+// unmaps the rest.
+func mapWithHole(t *testing.T, pages, from, n int) []byte {
+	t.Helper()
+	pg := syscall.Getpagesize()
+	m, err := syscall.Mmap(-1, 0, pages*pg, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := uintptr(unsafe.Pointer(&m[0]))
+	t.Cleanup(func() { syscall.Syscall(syscall.SYS_MUNMAP, addr, uintptr(pages*pg), 0) })
+	if _, _, e := syscall.Syscall(syscall.SYS_MUNMAP, addr+uintptr(from*pg), uintptr(n*pg), 0); e != 0 {
+		t.Fatal(e)
+	}
+	return m
+}
+
 // TestMapped: a range with an unmapped page in it is refused; Go memory
 // and a fully mapped range are accepted.
 func TestMapped(t *testing.T) {
 	pg := syscall.Getpagesize()
-	m, err := syscall.Mmap(-1, 0, 3*pg, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := m[: 3*pg : 3*pg]
-	addr := uintptr(unsafe.Pointer(&m[0]))
-	defer syscall.Syscall(syscall.SYS_MUNMAP, addr, uintptr(pg), 0)
-	if _, _, e := syscall.Syscall(syscall.SYS_MUNMAP, addr+uintptr(pg), uintptr(2*pg), 0); e != 0 {
-		t.Fatal(e)
-	}
+	b := mapWithHole(t, 3, 1, 2)
 	cases := []struct {
 		b    []byte
 		want bool
@@ -46,15 +55,7 @@ func TestMapped(t *testing.T) {
 // a larger one only when every page it covers is mapped.
 func TestChecked(t *testing.T) {
 	pg := syscall.Getpagesize()
-	m, err := syscall.Mmap(-1, 0, 3*pg, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := uintptr(unsafe.Pointer(&m[0]))
-	defer syscall.Syscall(syscall.SYS_MUNMAP, addr, uintptr(2*pg), 0)
-	if _, _, e := syscall.Syscall(syscall.SYS_MUNMAP, addr+uintptr(2*pg), uintptr(pg), 0); e != 0 {
-		t.Fatal(e)
-	}
+	m := mapWithHole(t, 3, 2, 1)
 	for _, c := range []struct {
 		b    []byte
 		want bool
@@ -70,15 +71,7 @@ func TestChecked(t *testing.T) {
 // without being written back.
 func TestMappedHole(t *testing.T) {
 	pg := syscall.Getpagesize()
-	m, err := syscall.Mmap(-1, 0, 3*pg, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := uintptr(unsafe.Pointer(&m[0]))
-	defer syscall.Syscall(syscall.SYS_MUNMAP, addr, uintptr(3*pg), 0)
-	if _, _, e := syscall.Syscall(syscall.SYS_MUNMAP, addr+uintptr(pg), uintptr(pg), 0); e != 0 {
-		t.Fatal(e)
-	}
+	m := mapWithHole(t, 3, 1, 1)
 	if Mapped(m[:3*pg]) || Mapped(m[pg-1:2*pg+1]) {
 		t.Error("a range over an unmapped middle page passed")
 	}
