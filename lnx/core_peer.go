@@ -128,6 +128,10 @@ func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
 	if c.fab, err = ofi.OpenFabric(cd.list.Infos[0]); err != nil {
 		return nil, err
 	}
+	// This endpoint's alone, and lnx serializes every call into it (e's
+	// lock, C's arm lock while lent, or the application in a serial lnx
+	// domain): the core's own locks would only cost time.
+	c.fab.Serial()
 	if c.dom, err = c.fab.OpenDomain(); err != nil {
 		_ = c.fab.Close()
 		return nil, err

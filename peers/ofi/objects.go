@@ -16,6 +16,9 @@ static int lnx_core_fabric(struct fi_info *info, struct fid_fabric **fab) {
 static int lnx_core_domain(struct fid_fabric *fab, struct fi_info *info, struct fid_domain **dom) {
 	return fi_domain(fab, info, dom, NULL);
 }
+static void lnx_core_serial(struct fi_info *info) {
+	info->domain_attr->threading = FI_THREAD_DOMAIN;
+}
 static int lnx_fid_close(void *fid) {
 	return fid ? fi_close((struct fid *)fid) : 0;
 }
@@ -60,6 +63,12 @@ type Domain struct {
 	f   *Fabric
 	dom *C.struct_fid_domain
 }
+
+// Serial makes the domains opened next from f (OpenDomain) and their
+// endpoints FI_THREAD_DOMAIN: the caller serializes every call into them,
+// so the core takes no locks of its own (libfabric's shm: a mutex per CQ
+// read and per send otherwise).
+func (f *Fabric) Serial() { C.lnx_core_serial(f.info) }
 
 // OpenDomain opens the core domain the fabric's fi_info names.
 func (f *Fabric) OpenDomain() (*Domain, error) {
