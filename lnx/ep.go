@@ -301,13 +301,14 @@ func (e *Endpoint) openSide(cd *coreDomain, pc *peerCore) error {
 	if err != nil {
 		return err
 	}
-	if name, _ := ofi.AddrName(pc.blob); e.shm != nil && !ofi.IsSockAddr(name) {
+	name, _ := ofi.AddrName(pc.blob)
+	if e.shm != nil && !ofi.IsSockAddr(name) {
 		// libfabric shm's names grow with the pid: beside lnx's shm,
 		// whether both fit would differ from one process to the next,
 		// and two processes must take the same path.
 		return errors.New("no room for a side transport beside lnx's shm and a core name of varying length (libfabric shm) in lnx's 64-byte address")
 	}
-	if name, _ := ofi.AddrName(pc.blob); !e.needSide(name) {
+	if !e.needSide(name) {
 		return e.sideRoom(id, name)
 	}
 	cfg := e.Domain.cfg
@@ -344,10 +345,7 @@ func (e *Endpoint) needSide(name []byte) bool {
 func (e *Endpoint) sideRoom(id uint64, name []byte) error {
 	alt := bytes.Clone(name)
 	alt[2], alt[3] = ^alt[2], ^alt[3]
-	a := Addr{Node: e.node, Link: linkHash(e.Domain.Link.Name())}
-	for _, c := range e.cores {
-		a.Cores = append(a.Cores, c.addr())
-	}
+	a := e.addr()
 	a.Cores = append(a.Cores, CoreAddr{Kind: coreSide, Raw: ofi.EncodeAddr(id, alt)})
 	if _, err := a.Encode(); err != nil {
 		return fmt.Errorf("address with room for a side transport: %w", err)
@@ -513,11 +511,18 @@ func (e *Endpoint) MinMultiRecv(v *uint64, set bool) {
 
 // Name returns the endpoint's lnx address.
 func (e *Endpoint) Name() ([]byte, error) {
+	a := e.addr()
+	return a.Encode()
+}
+
+// addr is the endpoint's lnx address before encoding: its node, link and
+// the address of each of its cores.
+func (e *Endpoint) addr() Addr {
 	a := Addr{Node: e.node, Link: linkHash(e.Domain.Link.Name())}
 	for _, c := range e.cores {
 		a.Cores = append(a.Cores, c.addr())
 	}
-	return a.Encode()
+	return a
 }
 
 // Close closes the endpoint and its cores, releasing its bindings.

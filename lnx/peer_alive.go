@@ -3,13 +3,11 @@
 package lnx
 
 import (
-	"errors"
 	"sync/atomic"
 	"time"
 
 	"github.com/lnx-go/lnx-go/internal/fi"
 	"github.com/lnx-go/lnx-go/peers/ofi"
-	"golang.org/x/sys/unix"
 )
 
 // Liveness of a peer-API core's receivers where no side transport
@@ -35,16 +33,12 @@ type listenWatch struct {
 	waiting int    // sends of ours the core holds for it
 	due     time.Duration
 	gap     time.Duration
-	check   *atomic.Int32 // the running check's answer (checkPending until it comes)
+	check   *atomic.Int32 // the running check's answer (ofi.ProbeListener's), checkPending until it comes
 	gone    bool
 }
 
-const (
-	checkPending = iota
-	checkListening
-	checkGone
-	checkUnknown // a local failure (no socket): ask again later
-)
+// checkPending: no answer from the running check yet.
+const checkPending = -1
 
 // errListenerGone fails a send to a receiver whose listener went away.
 var errListenerGone = fi.Wrap(fi.EIO, "peer is gone (its core address refuses connections)")
@@ -116,7 +110,7 @@ func (c *peerCore) checkAlive() {
 			switch w.check.Load() {
 			case checkPending:
 				continue
-			case checkGone:
+			case ofi.ListenerGone:
 				w.check = nil
 				c.listenerGone(dest, w)
 				continue
@@ -129,24 +123,13 @@ func (c *peerCore) checkAlive() {
 			continue
 		}
 		chk := new(atomic.Int32)
+		chk.Store(checkPending)
 		w.check = chk
 		c.checks++
 		go func(name []byte) {
-			chk.Store(listenerAnswer(ofi.ProbeListener(name, timeout)))
+			chk.Store(int32(ofi.ProbeListener(name, timeout)))
 		}(w.name)
 	}
-}
-
-// listenerAnswer classifies one connection attempt to a listener.
-func listenerAnswer(err error) int32 {
-	switch {
-	case err == nil:
-		return checkListening
-	case errors.Is(err, unix.ECONNREFUSED), errors.Is(err, unix.EHOSTUNREACH),
-		errors.Is(err, unix.ENETUNREACH), errors.Is(err, unix.ETIMEDOUT):
-		return checkGone
-	}
-	return checkUnknown
 }
 
 // listenerGone fails every send the core holds for dest, and stops C

@@ -30,14 +30,14 @@ func TestListenerAnswer(t *testing.T) {
 		t.Skipf("no IPv4 loopback: %v", err)
 	}
 	name := inetName(l.Addr().(*net.TCPAddr))
-	if got := listenerAnswer(ofi.ProbeListener(name, time.Second)); got != checkListening {
-		t.Fatalf("a held listener: answer %d, want listening (%d)", got, checkListening)
+	if got := ofi.ProbeListener(name, time.Second); got != ofi.ListenerAccepted {
+		t.Fatalf("a held listener: answer %d, want accepted (%d)", got, ofi.ListenerAccepted)
 	}
 	_ = l.Close()
-	if got := listenerAnswer(ofi.ProbeListener(name, time.Second)); got != checkGone {
-		t.Fatalf("a closed listener: answer %d, want gone (%d)", got, checkGone)
+	if got := ofi.ProbeListener(name, time.Second); got != ofi.ListenerGone {
+		t.Fatalf("a closed listener: answer %d, want gone (%d)", got, ofi.ListenerGone)
 	}
-	if got := listenerAnswer(ofi.ProbeListener([]byte("not a socket address"), time.Second)); got != checkUnknown {
-		t.Fatalf("a name that is no socket address: answer %d, want unknown (%d)", got, checkUnknown)
+	if got := ofi.ProbeListener([]byte("not a socket address"), time.Second); got != ofi.ListenerUnknown {
+		t.Fatalf("a name that is no socket address: answer %d, want unknown (%d)", got, ofi.ListenerUnknown)
 	}
 }

@@ -70,17 +70,35 @@ func (t *Transport) listening(p *Peer) int {
 // the process that listened there is gone. An accepted connection (the
 // process holds its listener, even stopped), no answer within timeout,
 // a local failure, or a name that is not a socket address: false.
-func Refused(name []byte, timeout time.Duration) bool {
-	err := probe(name, timeout)
+func Refused(name []byte, timeout time.Duration) bool { return refusal(probe(name, timeout)) }
+
+// refusal: a probe's error that says the listener's process is gone.
+func refusal(err error) bool {
 	return errors.Is(err, unix.ECONNREFUSED) || errors.Is(err, unix.EHOSTUNREACH) ||
 		errors.Is(err, unix.ENETUNREACH)
 }
 
+// What ProbeListener found.
+const (
+	ListenerUnknown  = iota // a local failure, or not an IP socket address: ask again later
+	ListenerAccepted        // the process holds its listener (even stopped)
+	ListenerGone            // refused, unreachable, or no answer within the timeout
+)
+
 // ProbeListener makes one connection to the listening address in core
-// name, waiting at most timeout: nil when it is accepted, else why not
-// (ETIMEDOUT when no answer came in time). For an owner that watches a
-// peer itself (lnx's peer-API core, which opens no transport).
-func ProbeListener(name []byte, timeout time.Duration) error { return probe(name, timeout) }
+// name, waiting at most timeout, for an owner that watches a peer itself
+// (lnx's peer-API core, which opens no transport). Unlike Refused, a host
+// that does not answer in time counts as gone, as the transport's own
+// liveness check counts it (listening).
+func ProbeListener(name []byte, timeout time.Duration) int {
+	switch err := probe(name, timeout); {
+	case err == nil:
+		return ListenerAccepted
+	case refusal(err), errors.Is(err, unix.ETIMEDOUT):
+		return ListenerGone
+	}
+	return ListenerUnknown
+}
 
 // errNotSock: a core name that is not an IP socket address.
 var errNotSock = errors.New("not an IP socket address")
