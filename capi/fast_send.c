@@ -18,10 +18,10 @@
 
 /*
  * lnx_copyable reports whether buf may be copied: a buffer of at most a
- * page is, one of more when every page it covers is mapped, as
- * internal/memmap checks (msync with MS_ASYNC: ENOMEM for a hole, and no
- * writeback; a quarter of mincore's time, which reads every page's
- * state), as shm.Endpoint.Send checks: a buffer shorter than
+ * page is, one of more when every page it covers is mapped, checked as
+ * internal/memmap checks it for shm.Endpoint.Send (msync with MS_ASYNC:
+ * ENOMEM for a hole, and no writeback; a quarter of mincore's time, which
+ * reads every page's state): a buffer shorter than
  * the length the application gave then goes to Go, which fails the send,
  * instead of faulting the process here. Inline for the small case (no
  * page is under 4 KiB), which is every send of 1-8 B.

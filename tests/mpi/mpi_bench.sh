@@ -31,8 +31,9 @@
 # counters, FI_LNX_DUMP_STATS, and must show every rank sending over the
 # core its case is about: shm on one node, tcp;ofi_rxm between simulated
 # nodes (and nothing over shm with 2 ranks), lnx_nodes_peer through the
-# peer API, lnx_nodes_adapter not through it; the counters turn C's fast send path off, so this proves the
-# paths, for tests, and its figures are not lnx's). Every
+# peer API, lnx_nodes_adapter not through it; the counters turn C's fast
+# send path off, so this proves the paths, for tests, and its figures are
+# not lnx's). Every
 # lnx run must show Open MPI's ofi MTL on lnx (its verbose provider line),
 # and a tcp run on a provider other than lnx, or the script fails. This is
 # a benchmark: nothing here judges the figures.
