@@ -167,9 +167,12 @@ func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
 // the owner's free_entry as if they were owner entries (a call through a
 // pointer read from rxm's record: PC 0 in soak_short's core dumps).
 // Messages over the eager limit go by rendezvous instead, whose queued
-// entries lnx checks before it starts them (senderGone).
+// entries lnx checks before it starts them (senderGone). The user's
+// setting is read through Getenv (C's environment): os.LookupEnv sees
+// the copy Go took at load, without what the application set since, and
+// lnx overwrote that setting with 0.
 func rxmNoSAR() {
-	if _, ok := os.LookupEnv("FI_OFI_RXM_SAR_LIMIT"); !ok {
+	if Getenv("FI_OFI_RXM_SAR_LIMIT") == "" {
 		_ = os.Setenv("FI_OFI_RXM_SAR_LIMIT", "0")
 	}
 }

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -185,6 +186,19 @@ int has_linked_name(const struct fi_info *i)
 	const char *pn = i->fabric_attr->prov_name;
 	size_t len = strlen(pn);
 	return len > 4 && !strcmp(pn + len - 4, ":lnx");
+}
+
+int lnx_peer_path(void)
+{
+	const char *off[] = { "0", "n", "no", "off", "false" };
+	const char *v = getenv("FI_LNX_PEER_API");
+	uint32_t fv = fi_version();
+	if (FI_MAJOR(fv) != 2 || FI_MINOR(fv) > 2)
+		return 0;
+	for (size_t i = 0; v && i < sizeof(off) / sizeof(off[0]); i++)
+		if (strcasecmp(v, off[i]) == 0)
+			return 0;
+	return 1;
 }
 
 struct fi_info *next_link(struct fi_info *info)

@@ -42,6 +42,9 @@ int lnx_linked_names(void);
 int has_linked_name(const struct fi_info *i);
 /* The entry of the next link in an lnx answer (past a linked twin). */
 struct fi_info *next_link(struct fi_info *info);
+/* Whether lnx drives its network core through the peer API: libfabric
+ * 2.0-2.2, and FI_LNX_PEER_API not off (its default is on). */
+int lnx_peer_path(void);
 
 /* lnx addresses are fixed-size opaque blobs. */
 #define LNX_ADDRLEN 64 /* FI_NAME_MAX: what Open MPI gives fi_getname */

@@ -13,7 +13,6 @@
  * Each endpoint must also still give a name after the others closed.
  */
 #include <dirent.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -76,21 +75,6 @@ static int listeners(void)
 	return count;
 }
 
-/* The peer path: libfabric 2.0-2.2, and FI_LNX_PEER_API not off (its
- * default is on). */
-static int peer_path(void)
-{
-	const char *off[] = { "0", "n", "no", "off", "false" };
-	const char *v = getenv("FI_LNX_PEER_API");
-	uint32_t fv = fi_version();
-	if (FI_MAJOR(fv) != 2 || FI_MINOR(fv) > 2)
-		return 0;
-	for (size_t i = 0; v && i < sizeof(off) / sizeof(off[0]); i++)
-		if (strcasecmp(v, off[i]) == 0)
-			return 0;
-	return 1;
-}
-
 int main(void)
 {
 	struct lnx msg, rma;
@@ -107,9 +91,9 @@ int main(void)
 	o.caps = RMA_CAPS;
 	lnx_open(&rma, &o);
 	int after_rma = listeners();
-	int want = peer_path() ? 2 : 1;
+	int want = lnx_peer_path() ? 2 : 1;
 	note("endpoint with FI_RMA|FI_ATOMIC: %d more (peer path: %s)", after_rma - after_msg,
-	     peer_path() ? "yes" : "no");
+	     lnx_peer_path() ? "yes" : "no");
 	if (after_rma - after_msg != want)
 		FAIL("an endpoint with one-sided caps holds %d core listeners, want %d",
 		     after_rma - after_msg, want);
