@@ -24,8 +24,11 @@ echo "# Debian 13: two simulated nodes (lnx over tcp;ofi_rxm) beside tcp;ofi_rxm
 echo "# Debian 13: the peer API path (FI_LNX_PEER_API=1) beside the transport adapter, over fi_shm and tcp;ofi_rxm"
 /out/bench/fi_bench -r "${ROUNDS:-3}" -s 1,64,4096,65536,1048576 shm=shm 'adapter=lnx@fi_shm#bench^FI_LNX_PEER_API=0' \
 	'peer=lnx@fi_shm#bench^FI_LNX_PEER_API=1'
-/out/bench/fi_bench -r "${ROUNDS:-3}" -s 1,64,4096,65536,1048576 'tcp=tcp;ofi_rxm' \
-	'adapter=lnx@shm+tcp;ofi_rxm:lo#bench^FI_LNX_PEER_API=0' 'peer=lnx@shm+tcp;ofi_rxm:lo#bench^FI_LNX_PEER_API=1'
+# 16-128 KiB: rxm sends these by SAR, and lnx turns SAR off on the peer path
+# (fi_lnx(7)); peer_sar is the peer path with rxm's default SAR limit set back.
+/out/bench/fi_bench -r "${ROUNDS:-3}" -s 1,64,4096,16384,32768,65536,131072,1048576 'tcp=tcp;ofi_rxm' \
+	'adapter=lnx@shm+tcp;ofi_rxm:lo#bench^FI_LNX_PEER_API=0' 'peer=lnx@shm+tcp;ofi_rxm:lo#bench^FI_LNX_PEER_API=1' \
+	'peer_sar=lnx@shm+tcp;ofi_rxm:lo#bench^FI_LNX_PEER_API=1^FI_OFI_RXM_SAR_LIMIT=131072'
 echo "# Debian 13: MPI level, Open MPI $(dpkg-query -W -f='${Version}' openmpi-bin): ob1 + sm beside cm + ofi over lnx-go"
 mpicc -O2 -Wall -o /out/bench/mpi_bench /lnx/tests/mpi/mpi_bench.c
 bash /lnx/tests/mpi/mpi_bench.sh -r "${ROUNDS:-3}" -s 1,64,4k,64k,1m,4m /out/bench/mpi_bench
