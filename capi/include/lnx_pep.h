@@ -152,6 +152,13 @@ struct lnx_pep {
 	/* The core's get_addr, from its foreach_unspec_addr: the sender of an
 	 * entry queued as FI_ADDR_NOTAVAIL, once the core's AV has it. */
 	uint64_t (*get_addr)(struct lnx_pentry *);
+	/* Entries and contexts given back, kept for the next message (up to
+	 * keep of each; 0 frees them at once): each message received takes
+	 * one of both, and calloc and free of the two cost about 20 ns. Used
+	 * under the serialization every use of the lnx_pep has. */
+	struct lnx_pentry *free_e;
+	struct lnx_pctx *free_c;
+	uint32_t n_free_e, n_free_c, keep;
 };
 
 /* src (srclen bytes): the core address to bind to, or NULL. */

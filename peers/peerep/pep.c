@@ -17,6 +17,56 @@ static struct lnx_pep *pep_of_srx(uintptr_t srx)
 	return (struct lnx_pep *)srx;
 }
 
+/* An operation context, zeroed: one kept (lnx_pep.free_c) or a new one. */
+static struct lnx_pctx *pctx_get(struct lnx_pep *p)
+{
+	struct lnx_pctx *c = p->free_c;
+	if (!c)
+		return calloc(1, sizeof(*c));
+	p->free_c = c->s_next;
+	p->n_free_c--;
+	memset(c, 0, sizeof(*c));
+	return c;
+}
+
+static void pctx_put(struct lnx_pep *p, struct lnx_pctx *c)
+{
+	if (p->n_free_c >= p->keep) {
+		free(c);
+		return;
+	}
+	c->s_next = p->free_c;
+	p->free_c = c;
+	p->n_free_c++;
+}
+
+/* An rx entry with its fid_peer_rx_entry and state zeroed (its iov and
+ * desc are read only up to the count the owner sets). */
+static struct lnx_pentry *pentry_get(struct lnx_pep *p)
+{
+	struct lnx_pentry *e = p->free_e;
+	if (!e)
+		return calloc(1, sizeof(*e));
+	p->free_e = e->stash_next;
+	p->n_free_e--;
+	memset(&e->pe, 0, sizeof(e->pe));
+	e->queued = e->dropped = 0;
+	e->stash_next = NULL;
+	e->stash_tagged = 0;
+	return e;
+}
+
+static void pentry_put(struct lnx_pep *p, struct lnx_pentry *e)
+{
+	if (p->n_free_e >= p->keep) {
+		free(e);
+		return;
+	}
+	e->stash_next = p->free_e;
+	p->free_e = e;
+	p->n_free_e++;
+}
+
 /* get_* while lent (lnx_pep_take): C matches the message to an armed
  * receive if Go would have: nothing is left to Go before it, its sender is
  * known, and the earliest armed receive that takes it takes it whole. Of
@@ -34,11 +84,11 @@ static int pep_get_lent(struct lnx_pep *p, int tagged, const struct lnx_peer_mat
 	struct lnx_pctx *c;
 	uint64_t src;
 	if (p->stash || a->addr >= LNX_PEP_SRCS || (src = p->src[a->addr]) == LNX_PEP_NOSRC ||
-	    !(c = calloc(1, sizeof(*c))))
+	    !(c = pctx_get(p)))
 		goto stash;
 	if (p->ops->claim(p->arm, tagged, e->pe.tag, src, a->msg_size, &c->c_ctx, &c->c_buf,
 			  &c->c_len) < 0) {
-		free(c);
+		pctx_put(p, c);
 		goto stash;
 	}
 	c->c_recv = 1;
@@ -63,7 +113,7 @@ stash:
 static int pep_get(struct lnx_pep *p, int tagged, const struct lnx_peer_match_attr *a,
 		   struct lnx_pentry **out)
 {
-	struct lnx_pentry *e = calloc(1, sizeof(*e));
+	struct lnx_pentry *e = pentry_get(p);
 	if (!e)
 		return -FI_ENOMEM;
 	e->pe.srx = (uintptr_t)&p->srx;
@@ -131,6 +181,7 @@ static void pep_comp_c(struct lnx_pep *p, struct lnx_pcomp *w, struct lnx_pctx *
  * docs/peer-api.md.) */
 static void own_free_entry(struct lnx_pentry *e)
 {
+	struct lnx_pep *p = pep_of_srx(e->pe.srx);
 	uintptr_t *next = (uintptr_t *)e->pe.next, *prev = (uintptr_t *)e->pe.prev;
 	if (next && prev && next[1] == (uintptr_t)e && prev[0] == (uintptr_t)e) {
 		prev[0] = (uintptr_t)next;
@@ -139,20 +190,20 @@ static void own_free_entry(struct lnx_pentry *e)
 	e->pe.next = e->pe.prev = 0;
 	struct lnx_pctx *c = (struct lnx_pctx *)e->pe.context;
 	if (c) {
-		struct lnx_pcomp *w = comp_slot(pep_of_srx(e->pe.srx));
+		struct lnx_pcomp *w = comp_slot(p);
 		*w = (struct lnx_pcomp){ .id = c->id,
 					 .flags = e->pe.flags & (FI_RECV | FI_TAGGED | FI_MSG),
 					 .tag = e->pe.tag,
 					 .err = FI_ECONNABORTED };
-		pep_comp_c(pep_of_srx(e->pe.srx), w, c);
+		pep_comp_c(p, w, c);
 		e->pe.context = 0;
-		free(c);
+		pctx_put(p, c);
 	}
 	if (e->queued) {
 		e->dropped = 1;
 		return;
 	}
-	free(e);
+	pentry_put(p, e);
 }
 
 /* Appends a completion for Go (drained after the call into the core);
@@ -247,7 +298,7 @@ static ssize_t own_cq_write(struct lnx_peer_cq *cq, void *context, uint64_t flag
 		if (!c->s_cq || (p->arm && !p->sending &&
 				 p->ops->put_send(p->arm, p->serial, c->s_ctx, c->s_flags))) {
 			p->took += c->s_cq;
-			free(c);
+			pctx_put(p, c);
 			return 0;
 		}
 	}
@@ -261,7 +312,7 @@ static ssize_t own_cq_write(struct lnx_peer_cq *cq, void *context, uint64_t flag
 				c->c_src)) {
 			p->took++;
 			p->c_pending--;
-			free(c);
+			pctx_put(p, c);
 			return 0;
 		}
 	}
@@ -274,7 +325,7 @@ static ssize_t own_cq_write(struct lnx_peer_cq *cq, void *context, uint64_t flag
 				 .src = src };
 	pep_comp_c(p, w, c);
 	free(c->copy);
-	free(c);
+	pctx_put(p, c);
 	return 0;
 }
 
@@ -300,7 +351,7 @@ static ssize_t own_cq_writeerr(struct lnx_peer_cq *cq, const struct fi_cq_err_en
 				 .prov_err = err->prov_errno };
 	pep_comp_c(p, w, c);
 	free(c->copy);
-	free(c);
+	pctx_put(p, c);
 	return 0;
 }
 
@@ -358,6 +409,14 @@ int lnx_pep_close(struct lnx_pep *p)
 		n = c->s_next;
 		free(c);
 	}
+	for (struct lnx_pentry *e = p->free_e, *n; e; e = n) {
+		n = e->stash_next;
+		free(e);
+	}
+	for (struct lnx_pctx *c = p->free_c, *n; c; c = n) {
+		n = c->s_next;
+		free(c);
+	}
 	free(p->more);
 	free(p);
 	return ret;
@@ -412,6 +471,7 @@ struct lnx_pep *lnx_pep_open(struct fid_domain *dom, struct fi_info *info, const
 		return NULL;
 	p->handle = handle;
 	p->check_bufs = 1;
+	p->keep = 64;
 	p->stash_end = &p->stash;
 	p->csends_end = &p->csends;
 	for (int i = 0; i < LNX_PEP_SRCS; i++)
@@ -554,14 +614,14 @@ ssize_t lnx_pep_send(struct lnx_pep *p, int tagged, void **base, size_t *len, in
 		return ret ? ret : 1;
 	}
 copy:
-	c = calloc(1, sizeof(*c));
+	c = pctx_get(p);
 	if (!c)
 		return -FI_ENOMEM;
 	c->id = id;
 	if (inject && total) {
 		char *b = malloc(total);
 		if (!b) {
-			free(c);
+			pctx_put(p, c);
 			return -FI_ENOMEM;
 		}
 		for (i = 0, total = 0; i < n; i++) {
@@ -603,7 +663,7 @@ copy:
 	}
 	if (ret) {
 		free(c->copy);
-		free(c);
+		pctx_put(p, c);
 		return ret;
 	}
 	return 0;
@@ -615,7 +675,7 @@ int lnx_pep_entry_bind(struct lnx_pentry *e, int n, uint64_t id)
 	int i;
 	if (n < 0 || n > LNX_PEP_IOV)
 		return -FI_EINVAL;
-	c = calloc(1, sizeof(*c));
+	c = pctx_get(pep_of_srx(e->pe.srx));
 	if (!c)
 		return -FI_ENOMEM;
 	c->id = id;
@@ -638,8 +698,10 @@ static struct lnx_peer_srx_peer *peer_ops_of(struct lnx_pentry *e)
  * receive context if one is still bound. */
 static void pep_entry_free(struct lnx_pentry *e)
 {
-	free((void *)e->pe.context);
-	free(e);
+	struct lnx_pep *p = pep_of_srx(e->pe.srx);
+	if (e->pe.context)
+		pctx_put(p, (struct lnx_pctx *)e->pe.context);
+	pentry_put(p, e);
 }
 
 /* An entry the core let go of while Go held it (own_free_entry). */
@@ -760,7 +822,7 @@ int lnx_pep_send_lent_big(void *pep, struct lnx_arm *a, int serial,
 	struct lnx_pctx *c;
 	uint64_t fa;
 	ssize_t ret;
-	if (len <= p->inject || !pep_lent_dst(p, dest, &fa) || !(c = calloc(1, sizeof(*c))))
+	if (len <= p->inject || !pep_lent_dst(p, dest, &fa) || !(c = pctx_get(p)))
 		return -1;
 	c->c_send = 1;
 	c->s_ctx = ctx;
@@ -778,7 +840,7 @@ int lnx_pep_send_lent_big(void *pep, struct lnx_arm *a, int serial,
 	p->arm = NULL;
 	if (ret) {
 		csend_unlink(p, c);
-		free(c);
+		pctx_put(p, c);
 		return -1;
 	}
 	p->tx_msgs++;

@@ -19,6 +19,8 @@
  *  - an entry Go discards (FI_DISCARD, or a sender gone) is freed by the
  *    owner once the core's discard_tag returns: the cores do not call
  *    free_entry for it (it leaked before). free is wrapped to see that.
+ *  - entries and contexts given back are kept for the next message (up
+ *    to lnx_pep.keep) and come back with nothing of the one before.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,6 +179,46 @@ int main(void)
 	CHECK(last_freed == gone, "the discarded entry was not freed");
 	CHECK(p->ncomp == 2, "%u completions after a discard", p->ncomp);
 
+	/* Kept for the next message (lnx_pep.keep: 64 from lnx_pep_open, 0
+	 * above): the discarded entry and its context come back from the next
+	 * get_tag and bind, with nothing of the message before. */
+	p->keep = 2;
+	struct lnx_pentry *k = get_tag(p, 0x75);
+	CHECK(set_entry(k, buf[0], len, 11) == 0, "set_entry kept");
+	void *kc = (void *)k->pe.context;
+	((int (*)(struct lnx_pentry *))o->queue_tag)(k);
+	k->pe.peer_context = 0x5a5a;
+	CHECK(lnx_pep_discard(k, 1) == 0, "discard kept");
+	CHECK(p->n_free_e == 1 && p->n_free_c == 1, "kept %u entries and %u contexts, want 1 and 1",
+	      p->n_free_e, p->n_free_c);
+	struct lnx_pentry *k2 = get_tag(p, 0x76);
+	CHECK(k2 == k && p->n_free_e == 0, "the kept entry was not taken again");
+	CHECK(k2->pe.tag == 0x76 && k2->pe.flags == (FI_RECV | FI_TAGGED) &&
+		      k2->pe.msg_size == 65536 && !k2->pe.context && !k2->pe.count &&
+		      !k2->pe.peer_context && !k2->queued && !k2->dropped && !k2->stash_next,
+	      "a kept entry carries its last message's state");
+	CHECK(set_entry(k2, buf[1], len, 12) == 0, "set_entry reused");
+	struct lnx_pctx *c2 = (void *)k2->pe.context;
+	CHECK(c2 == kc && c2->id == 12 && c2->entry == k2 && !c2->copy && !c2->c_recv &&
+		      !c2->c_send && !c2->s_next,
+	      "a kept context carries its last operation's state");
+	write(&p->pcq, c2, FI_RECV | FI_TAGGED, 64, NULL, 0, 0x76, 3);
+	CHECK(p->ncomp == 3 && p->comps[2].id == 12 && p->comps[2].err == 0,
+	      "reused entry's completion: %u comps", p->ncomp);
+	free_entry(k2);
+	CHECK(p->n_free_e == 1 && p->n_free_c == 1, "kept %u entries and %u contexts after reuse",
+	      p->n_free_e, p->n_free_c);
+	/* More than keep given back: the rest are freed. */
+	struct lnx_pentry *x[4];
+	for (int i = 0; i < 4; i++)
+		x[i] = get_tag(p, 0x80 + (uint64_t)i);
+	for (int i = 0; i < 4; i++)
+		free_entry(x[i]);
+	CHECK(p->n_free_e == 2, "kept %u entries, want at most keep (2)", p->n_free_e);
+
+	free(p->free_e->stash_next);
+	free(p->free_e);
+	free(p->free_c);
 	free(p);
 	if (unit_failures)
 		return 1;
