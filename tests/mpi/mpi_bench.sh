@@ -21,7 +21,9 @@
 # rank r and its partner r + n/2 are on different nodes and tcp;ofi_rxm
 # carries their traffic; under libfabric 2.0-2.2 through the peer API, the
 # default), lnx_nodes_peer (the same with FI_LNX_PEER_API=1),
-# lnx_nodes_adapter (FI_LNX_PEER_API=0: lnx's transport adapter) and with
+# lnx_nodes_adapter (FI_LNX_PEER_API=0: lnx's transport adapter),
+# lnx_nodes_peer_sar (the peer path with rxm's SAR protocol on,
+# FI_OFI_RXM_SAR_LIMIT=131072: lnx keeps it off otherwise) and with
 # -b lnx_nodes_base. The
 # ranks run on this one machine, so tcp runs over loopback. With 4 ranks
 # the two-pair message rate is measured too; -t picks tests of
@@ -102,10 +104,11 @@ for r in $(seq 1 "$rounds"); do
 			env=(-x FI_LNX_PROV_LINKS=shm) ;;
 		lnx | lnx_base) opts=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include lnx "${verbose[@]}")
 			env=(-x FI_LNX_PROV_LINKS=) ;;
-		lnx_nodes | lnx_nodes_base | lnx_nodes_peer | lnx_nodes_adapter)
+		lnx_nodes | lnx_nodes_base | lnx_nodes_peer | lnx_nodes_adapter | lnx_nodes_peer_sar)
 			opts=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include lnx "${verbose[@]}")
 			env=(-x FI_LNX_PROV_LINKS= -x RANKS_PER_NODE="$per_node") wrap=("${simnode[@]}") check=net
 			[ "$c" != lnx_nodes_peer ] || env+=(-x FI_LNX_PEER_API=1)
+			[ "$c" != lnx_nodes_peer_sar ] || env+=(-x FI_LNX_PEER_API=1 -x FI_OFI_RXM_SAR_LIMIT=131072)
 			[ "$c" != lnx_nodes_adapter ] || env+=(-x FI_LNX_PEER_API=0) ;;
 		*) echo "mpi_bench.sh: unknown case $c" >&2; exit 2 ;;
 		esac
@@ -160,7 +163,7 @@ for r in $(seq 1 "$rounds"); do
 				continue
 			fi
 			npeer=$(grep -aE '^lnx: pid [0-9]+ .* peer API: ' "$out" | awk '{ print $3 }' | sort -u | wc -l)
-			if [ "$c" = lnx_nodes_peer ] && [ "$npeer" -ne "$np" ]; then
+			if { [ "$c" = lnx_nodes_peer ] || [ "$c" = lnx_nodes_peer_sar ]; } && [ "$npeer" -ne "$np" ]; then
 				echo "mpi_bench.sh: $c: $npeer of $np ranks drove the core through the peer API" >&2
 				fail=1
 				continue
