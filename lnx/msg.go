@@ -410,8 +410,15 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 	}
 	if e.peer != nil {
 		// A node/service address (nodesvc.go) names the core address
-		// alone: it serves the peer path too.
-		blobs := append(peerAddrsOf(ent.addr), netAddrsOf(ent.addr)...)
+		// alone: it serves the peer path too. A process's own address
+		// (a node/service one has node 0) with adapter addresses only
+		// does not: that process's network core is on lnx's transport
+		// adapter, whose endpoint drops what a peer core sends it.
+		peers, nets := peerAddrsOf(ent.addr), netAddrsOf(ent.addr)
+		if len(peers) == 0 && len(nets) > 0 && ent.addr.Node != 0 {
+			return nil, fi.Wrap(fi.EHOSTUNREACH, "peer %d uses lnx's transport adapter for its network core, this process the peer API: FI_LNX_PEER_API (or the libfabric version) differs between the two; set it alike in every process", addr)
+		}
+		blobs := append(peers, nets...)
 		if len(blobs) == 0 {
 			return nil, fi.Wrap(fi.EHOSTUNREACH, "peer %d has no peer-API core address (FI_LNX_PEER_API differs between the two?)", addr)
 		}
@@ -435,6 +442,9 @@ func (e *Endpoint) route(addr uint64) (*route, error) {
 		return rt, nil
 	}
 	nets := netAddrsOf(ent.addr)
+	if len(nets) == 0 && len(peerAddrsOf(ent.addr)) > 0 && len(e.nets) > 0 {
+		return nil, fi.Wrap(fi.EHOSTUNREACH, "peer %d drives its network core through the peer API, this process uses lnx's transport adapter: FI_LNX_PEER_API (or the libfabric version) differs between the two; set it alike in every process", addr)
+	}
 	if len(nets) == 0 || len(e.nets) == 0 {
 		return nil, fi.Wrap(fi.EHOSTUNREACH, "peer %d is not reachable: no common core (peer on another node: %v)", addr, ent.addr.Node != e.node)
 	}
