@@ -41,6 +41,7 @@ type peerCore struct {
 	e    *Endpoint
 	fab  *ofi.Fabric // the core fabric and domain of this endpoint alone:
 	dom  *ofi.Domain // 2.1 rxm takes one peer SRX per domain
+	prov string      // the core's provider name (ofi.ListenerProbeable)
 	ep   *peerep.EP
 	blob []byte // our address blob (ofi.EncodeAddr: id and core name)
 
@@ -128,6 +129,7 @@ func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
 	if c.fab, err = ofi.OpenFabric(cd.list.Infos[0]); err != nil {
 		return nil, err
 	}
+	c.prov = c.fab.ProvName()
 	// This endpoint's alone, and lnx serializes every call into it (e's
 	// lock, C's arm lock while lent, or the application in a serial lnx
 	// domain): the core's own locks would only cost time.
@@ -648,8 +650,8 @@ func (c *peerCore) senderGone(pe peerep.Entry) bool {
 		return false // the core holds all of it
 	}
 	name, ok := c.names[pe.Addr()]
-	if !ok {
-		return false // an unknown sender (FI_ADDR_NOTAVAIL): cannot ask
+	if !ok || !ofi.ListenerProbeable(c.prov, name) {
+		return false // an unknown sender (FI_ADDR_NOTAVAIL), or no TCP listener to ask
 	}
 	return ofi.Refused(name, min(c.e.Domain.cfg.PeerTimeout, time.Second))
 }

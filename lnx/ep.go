@@ -308,7 +308,7 @@ func (e *Endpoint) openSide(cd *coreDomain, pc *peerCore) error {
 		// and two processes must take the same path.
 		return errors.New("no room for a side transport beside lnx's shm and a core name of varying length (libfabric shm) in lnx's 64-byte address")
 	}
-	if !e.needSide(name) {
+	if !e.needSide(pc.prov, name) {
 		return e.sideRoom(id, name)
 	}
 	cfg := e.Domain.cfg
@@ -326,15 +326,16 @@ func (e *Endpoint) openSide(cd *coreDomain, pc *peerCore) error {
 }
 
 // needSide says whether the endpoint opens the side transport beside a
-// peer core of core name: for one-sided operations, and to watch the
-// peers' liveness where their listeners cannot be asked (a core name that
-// is not an IP socket address: peer_alive.go). Without it an endpoint
-// holds one core endpoint, as on the adapter: 2.1 rxm posts its shared
-// receive buffers when an endpoint is enabled, about 130 MB per
-// endpoint on the default links (docs/peer-api.md).
-func (e *Endpoint) needSide(name []byte) bool {
+// peer core of provider prov and core name: for one-sided operations,
+// and to watch the peers' liveness where their listeners cannot be asked
+// (no TCP listener behind the core name: ofi.ListenerProbeable,
+// peer_alive.go). Without it an endpoint holds one core endpoint, as on
+// the adapter: 2.1 rxm posts its shared receive buffers when an endpoint
+// is enabled, about 130 MB per endpoint on the default links
+// (docs/peer-api.md).
+func (e *Endpoint) needSide(prov string, name []byte) bool {
 	caps := e.Info.Caps // 0: the application asked for none, so all of them
-	return caps == 0 || caps&oneSidedCaps != 0 || !ofi.IsSockAddr(name)
+	return caps == 0 || caps&oneSidedCaps != 0 || !ofi.ListenerProbeable(prov, name)
 }
 
 // sideRoom fails the peer path where lnx's address would have no room for

@@ -54,7 +54,7 @@ func (c *peerCore) watchSend(id, dest uint64, side *ofi.Peer) {
 		return
 	}
 	name, ok := c.names[dest]
-	if !ok || !ofi.IsSockAddr(name) {
+	if !ok || !ofi.ListenerProbeable(c.prov, name) {
 		return
 	}
 	w := c.alive[dest]

@@ -101,7 +101,7 @@ func sockName(ap netip.AddrPort) []byte {
 // a closed one gone, without blocking the caller.
 func TestListening(t *testing.T) {
 	live, gone := listenerPair(t)
-	tr := &Transport{cfg: Config{PeerTimeout: DefaultPeerTimeout}}
+	tr := &Transport{cfg: Config{PeerTimeout: DefaultPeerTimeout}, prov: "tcp;ofi_rxm"}
 	for _, c := range []struct {
 		ap   netip.AddrPort
 		want int
@@ -123,6 +123,57 @@ func TestListening(t *testing.T) {
 	}
 	if r := tr.listening(&Peer{name: make([]byte, 8)}); r != peerUnknown {
 		t.Errorf("a non-IP address: %d, want peerUnknown", r)
+	}
+}
+
+// TestListeningNoTCPListener: a live peer of a core whose IP socket
+// names have no TCP listener behind them (udp;ofi_rxd here; verbs'
+// rdma_cm ports at sites) is not asked, and so not found gone: a TCP
+// connection to its address is refused while it lives. Before, the
+// transport asked it and declared it gone.
+func TestListeningNoTCPListener(t *testing.T) {
+	var trs [2]*Transport
+	for i := range trs {
+		tr, err := Open(RuntimeVersion(), Config{Prov: "udp;ofi_rxd", PeerTimeout: DefaultPeerTimeout})
+		if err != nil {
+			t.Skipf("udp;ofi_rxd: %v", err)
+		}
+		defer tr.Close()
+		trs[i] = tr
+	}
+	if !IsSockAddr(trs[1].name) {
+		t.Skipf("udp;ofi_rxd names are not IP socket addresses here (%d bytes)", len(trs[1].name))
+	}
+	p := &Peer{name: trs[1].name}
+	r := trs[0].listening(p)
+	for r == peerCheckPending {
+		r = trs[0].listening(p)
+	}
+	if r != peerUnknown {
+		t.Errorf("a live udp;ofi_rxd peer: liveness %d, want %d (not asked)", r, peerUnknown)
+	}
+}
+
+// TestListenerProbeable: which cores' names a TCP connection may ask.
+func TestListenerProbeable(t *testing.T) {
+	sock := sockName(netip.MustParseAddrPort("127.0.0.1:4242"))
+	for _, c := range []struct {
+		prov string
+		name []byte
+		want bool
+	}{
+		{"tcp;ofi_rxm", sock, true},
+		{"tcp", sock, true},
+		{"sockets", sock, true},
+		{"verbs;ofi_rxm", sock, false},
+		{"udp;ofi_rxd", sock, false},
+		{"usnic", sock, false},
+		{"tcp;ofi_rxm", make([]byte, 8), false},
+		{"shm", []byte("fi_shm://1234"), false},
+	} {
+		if got := ListenerProbeable(c.prov, c.name); got != c.want {
+			t.Errorf("ListenerProbeable(%q, %d-byte name) = %v, want %v", c.prov, len(c.name), got, c.want)
+		}
 	}
 }
 
@@ -198,7 +249,7 @@ func TestProbeResets(t *testing.T) {
 	}{
 		{"Refused", func() { Refused(name, time.Second) }},
 		{"listening", func() {
-			tr := &Transport{cfg: Config{PeerTimeout: DefaultPeerTimeout}}
+			tr := &Transport{cfg: Config{PeerTimeout: DefaultPeerTimeout}, prov: "tcp;ofi_rxm"}
 			p := &Peer{name: name}
 			for r := tr.listening(p); r == peerCheckPending; r = tr.listening(p) {
 			}

@@ -19,6 +19,9 @@ static int lnx_core_domain(struct fid_fabric *fab, struct fi_info *info, struct 
 static void lnx_core_serial(struct fi_info *info) {
 	info->domain_attr->threading = FI_THREAD_DOMAIN;
 }
+static const char *lnx_core_prov_name(struct fi_info *info) {
+	return info->fabric_attr && info->fabric_attr->prov_name ? info->fabric_attr->prov_name : "";
+}
 static int lnx_fid_close(void *fid) {
 	return fid ? fi_close((struct fid *)fid) : 0;
 }
@@ -49,6 +52,10 @@ func OpenFabric(ci *CoreInfo) (*Fabric, error) {
 	}
 	return f, nil
 }
+
+// ProvName is the core's provider name ("tcp;ofi_rxm": the core
+// provider, then the utility providers over it).
+func (f *Fabric) ProvName() string { return C.GoString(C.lnx_core_prov_name(f.info)) }
 
 // Close closes the core fabric.
 func (f *Fabric) Close() error {

@@ -5,6 +5,7 @@ package ofi
 import (
 	"encoding/binary"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -19,8 +20,8 @@ import (
 // alive but not running (SIGSTOP, a debugger, swapped out, a long pause),
 // so that the connection handshake or a full send queue waits for it. The
 // first is gone; the second is slow and must not lose its peers. Where the
-// core's addresses are IP socket addresses (tcp), the transport asks the
-// peer's kernel: a TCP connection to the peer's listening address is
+// core's addresses are IP socket addresses of TCP listeners (tcp,
+// sockets: ListenerProbeable), the transport asks the peer's kernel: a TCP connection to the peer's listening address is
 // accepted while the process holds its listener, even stopped, and refused
 // once the process is gone. The check runs in a goroutine, so that Poll
 // never blocks on it, and takes at most PeerTimeout (a host that does not
@@ -46,7 +47,7 @@ func (t *Transport) listening(p *Peer) int {
 			return r
 		}
 	}
-	if !IsSockAddr(p.name) {
+	if !ListenerProbeable(t.prov, p.name) {
 		return peerUnknown
 	}
 	c := new(atomic.Int32)
@@ -161,6 +162,17 @@ func probe(name []byte, timeout time.Duration) error {
 // IsSockAddr reports whether a core name is an IP socket address (tcp's),
 // whose length does not vary from one process to the next.
 func IsSockAddr(name []byte) bool { return sockFamily(name) != 0 }
+
+// ListenerProbeable says whether core name, of core provider prov
+// (fi_info's prov_name), can be asked for its process's liveness with a
+// TCP connection: an IP socket address that a TCP listener holds, as
+// tcp's and sockets' do. verbs (rdma_cm's ports), udp and usnic name IP
+// sockets too, but no TCP listener stands behind them: a connection there
+// is refused while the peer lives, which must not count as gone.
+func ListenerProbeable(prov string, name []byte) bool {
+	core, _, _ := strings.Cut(prov, ";")
+	return (core == "tcp" || core == "sockets") && IsSockAddr(name)
+}
 
 // sockFamily returns the address family of core name b if it is an IP
 // socket address, else 0.

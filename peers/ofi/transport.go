@@ -382,8 +382,9 @@ type Stats struct {
 // receives, and the state of outstanding sends and pulls. It is not safe
 // for concurrent use; distinct Transports are independent.
 type Transport struct {
-	k   core
-	cfg Config
+	k    core
+	cfg  Config
+	prov string // the core's provider name (ListenerProbeable)
 
 	list *List // owned when opened with Open
 	fab  *Fabric
@@ -547,6 +548,7 @@ func newTransport(d *Domain, cfg Config) (*Transport, error) {
 		virt:     virt,
 		k:        k,
 		cfg:      cfg,
+		prov:     d.f.ProvName(),
 		name:     name,
 		eagerMax: uint64(cfg.EagerMax),
 		inject:   inject,
