@@ -129,7 +129,7 @@ func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
 	if c.fab, err = ofi.OpenFabric(cd.list.Infos[0]); err != nil {
 		return nil, err
 	}
-	c.prov = c.fab.ProvName()
+	c.prov = cd.choice.ProvName
 	// This endpoint's alone, and lnx serializes every call into it (e's
 	// lock, C's arm lock while lent, or the application in a serial lnx
 	// domain): the core's own locks would only cost time.
@@ -138,7 +138,7 @@ func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
 		_ = c.fab.Close()
 		return nil, err
 	}
-	if strings.Contains(cd.choice.ProvName, "ofi_rxm") {
+	if strings.Contains(c.prov, "ofi_rxm") {
 		rxmNoSAR()
 	}
 	ep, err := peerep.Open(c.dom.Ptr(), c.dom.InfoPtr(), src, c)

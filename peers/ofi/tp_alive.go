@@ -21,12 +21,12 @@ import (
 // so that the connection handshake or a full send queue waits for it. The
 // first is gone; the second is slow and must not lose its peers. Where the
 // core's addresses are IP socket addresses of TCP listeners (tcp,
-// sockets: ListenerProbeable), the transport asks the peer's kernel: a TCP connection to the peer's listening address is
-// accepted while the process holds its listener, even stopped, and refused
-// once the process is gone. The check runs in a goroutine, so that Poll
-// never blocks on it, and takes at most PeerTimeout (a host that does not
-// answer at all counts as gone). Cores with other address formats keep
-// the plain timeout.
+// sockets: ListenerProbeable), the transport asks the peer's kernel: a TCP
+// connection to the peer's listening address is accepted while the
+// process holds its listener, even stopped, and refused once the process
+// is gone. The check runs in a goroutine, so that Poll never blocks on
+// it, and takes at most PeerTimeout (a host that does not answer at all
+// counts as gone). Other cores keep the plain timeout.
 
 const (
 	peerUnknown      = iota // no IP address to check: the timeout decides
