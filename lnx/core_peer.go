@@ -318,9 +318,13 @@ func (c *peerCore) finishSend(id uint64, err error) {
 func ptrOf(p uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&p)) }
 
 // publish lets C send to lnx fi_addr addr over the core (rt, the route
-// just made; e locked), unless it was declared gone (goneTo).
+// just made; e locked), unless it was declared gone (goneTo) or its
+// messages wait for answers to key revokes (revokeHeld).
 func (c *peerCore) publish(addr uint64, rt *route) {
 	if addr >= peerep.MaxDsts || c.goneTo(rt.pfa, rt.net) != nil {
+		return
+	}
+	if r := c.e.rma; r != nil && rt.net != nil && r.revoking[rt.net] != nil {
 		return
 	}
 	c.dsts[addr] = rt.net
@@ -333,6 +337,17 @@ func (c *peerCore) unpublish(addr uint64) {
 	if _, ok := c.dsts[addr]; ok {
 		delete(c.dsts, addr)
 		c.ep.SetDst(addr, 0, false)
+	}
+}
+
+// hold stops C sending to the lnx fi_addrs of side transport peer side
+// (e locked): Go's send holds what goes to it (revokeHeld) until
+// revokeRelease publishes them again.
+func (c *peerCore) hold(side *ofi.Peer) {
+	for addr, p := range c.dsts {
+		if p == side {
+			c.unpublish(addr)
+		}
 	}
 }
 

@@ -243,8 +243,12 @@ func (e *Endpoint) Send(op *Op) error {
 		again = errors.Is(err, shm.ErrAgain)
 	} else if rt.peer {
 		// The core's own protocols, the application's tag and CQ data.
-		done, err = e.peer.send(rt.pfa, rt.net, op.Tagged, hdr, iovs[:niov], flags&fi.INJECT != 0, id)
-		again = errors.Is(err, peerep.ErrAgain)
+		if e.rma != nil && len(e.rma.revoking) > 0 && e.revokeHeld(rt.net) {
+			err, again = peerep.ErrAgain, true
+		} else {
+			done, err = e.peer.send(rt.pfa, rt.net, op.Tagged, hdr, iovs[:niov], flags&fi.INJECT != 0, id)
+			again = errors.Is(err, peerep.ErrAgain)
+		}
 		e.netBusy()
 	} else {
 		r, seq := rt.nextRail()

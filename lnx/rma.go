@@ -163,8 +163,11 @@ type rmaState struct {
 	// answer; native ones wait for none of them, so none goes while any
 	// is outstanding (a read must not overtake an inject atomic before it).
 	slow map[*ofi.Peer]int
-	next uint64
-	tick int // progress calls since the last rmaCheckPeers
+	// revoking: target, on the peer path: per network peer, the key
+	// revokes it has not answered yet (rma_native.go, revokeHeld).
+	revoking map[*ofi.Peer]*revokeWait
+	next     uint64
+	tick     int // progress calls since the last rmaCheckPeers
 }
 
 func (e *Endpoint) rmaS() *rmaState {
@@ -172,7 +175,7 @@ func (e *Endpoint) rmaS() *rmaState {
 		e.rma = &rmaState{ops: map[uint64]*rmaOp{}, in: map[rmaInKey]*rmaIn{},
 			sends: map[uint64][]byte{}, pulls: map[*rmaPull]struct{}{}, shmTo: map[uint64]*shm.Peer{},
 			keys: map[natKey]natEnt{}, asked: map[natKey]bool{}, native: map[uint64]natOp{},
-			slow: map[*ofi.Peer]int{}}
+			slow: map[*ofi.Peer]int{}, revoking: map[*ofi.Peer]*revokeWait{}}
 	}
 	return e.rma
 }
@@ -708,6 +711,8 @@ func (e *Endpoint) rmaArrive(p rmaPeer, k rmaInKey, src uint64, hdr msgHdr, eage
 		e.rmaNotified(src, &h)
 	case rmaRevoke:
 		e.rmaForgetKey(p, &h)
+	case rmaRevokeAck:
+		e.rmaRevokeAcked(p)
 	case rmaAnswer:
 		e.rmaAnswer(&h, body)
 	case rmaWrite:

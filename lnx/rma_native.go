@@ -4,6 +4,7 @@ package lnx
 
 import (
 	"errors"
+	"time"
 	"unsafe"
 
 	"github.com/lnx-go/lnx-go/internal/fi"
@@ -45,6 +46,18 @@ import (
 // core key, which tcp;ofi_rxm answers by dropping the connection. An
 // operation racing the close can still meet it.
 //
+// On the peer path the application's messages to that initiator go on the
+// peer core, beside the side transport that carries the revoke, and the
+// two connections keep no order between them: "the MR is closed", sent
+// after fi_close, could be read before the revoke. So there the revoke
+// asks for an answer (rfAck), which the initiator sends once it forgot the
+// key, and the target holds its messages to that initiator until the
+// answers came (revokeHeld: Go's send says -FI_EAGAIN, C's is not
+// offered the peer), the peer is gone, or the peer timeout passed (an
+// initiator that does not answer, an older lnx). fi_close itself does not
+// wait: an initiator that computes for a while delays only what is sent to
+// it.
+//
 // Writes with remote CQ data whose data would not travel inline with a
 // request go natively as well, as plain writes: once the core completed
 // one (delivery complete, so the data is in place), the initiator sends
@@ -84,6 +97,20 @@ const rmaKeyInfo = 5
 // rmaRevoke is the kind of a target's message that a key it handed out
 // is gone (rmaHdr: key is lnx's key), sent when the MR closes.
 const rmaRevoke = 7
+
+// rmaRevokeAck is the kind of an initiator's answer to an rmaRevoke that
+// asked for one (rfAck): it forgot the key (rmaHdr: key is lnx's key).
+const rmaRevokeAck = 8
+
+// rfAck (rmaRevoke flag): answer with rmaRevokeAck.
+const rfAck = 1 << 5
+
+// revokeWait is a network peer's revokes that wait for its answers, and
+// when the first of them went (time since e.t0).
+type revokeWait struct {
+	n     int
+	since time.Duration
+}
 
 // keyLearner is a network peer that learnt a core key of an MR, and the
 // endpoint that told it.
@@ -330,8 +357,65 @@ func (e *Endpoint) rmaRevoke(p rmaPeer, key uint64) {
 		return
 	}
 	defer e.kickIfBusy()
-	e.rmaS()
-	e.rmaSendHdr(p, &rmaHdr{kind: rmaRevoke, key: key}, nil)
+	s := e.rmaS()
+	h := rmaHdr{kind: rmaRevoke, key: key}
+	if e.peer != nil {
+		// The application's messages to p go on the peer core: they
+		// wait until p answers (see the header comment).
+		h.flags = rfAck
+		w := s.revoking[p.net]
+		if w == nil {
+			w = &revokeWait{since: time.Since(e.t0)}
+			s.revoking[p.net] = w
+			e.peer.hold(p.net)
+		}
+		w.n++
+	}
+	e.rmaSendHdr(p, &h, nil)
+}
+
+// revokeHeld reports whether the application's messages to network peer
+// p wait for its answers to revokes (target side, e locked), and stops
+// waiting for a peer gone or silent for the peer timeout.
+func (e *Endpoint) revokeHeld(p *ofi.Peer) bool {
+	w := e.rma.revoking[p]
+	switch {
+	case w == nil:
+		return false
+	case p.Gone():
+		// Its sends fail (peerCore.goneTo).
+	case time.Since(e.t0)-w.since > e.Domain.cfg.PeerTimeout:
+		logging.Warnf(logging.EPData, "network peer did not answer %d one-sided key revocations within %v: sending to it again (an initiator that still uses the keys may meet the closed registrations)",
+			w.n, e.Domain.cfg.PeerTimeout)
+	default:
+		return true
+	}
+	e.revokeRelease(p)
+	return false
+}
+
+// rmaRevokeAcked counts an initiator's answer to a revoke (target side).
+func (e *Endpoint) rmaRevokeAcked(p rmaPeer) {
+	w := e.rma.revoking[p.net]
+	if w == nil || p.net == nil {
+		return
+	}
+	if w.n--; w.n <= 0 {
+		e.revokeRelease(p.net)
+	}
+}
+
+// revokeRelease lets the application's messages to p go again.
+func (e *Endpoint) revokeRelease(p *ofi.Peer) {
+	delete(e.rma.revoking, p)
+	if e.peer == nil {
+		return
+	}
+	for addr, rt := range e.routes {
+		if rt.peer && rt.net == p {
+			e.peer.publish(addr, rt)
+		}
+	}
 }
 
 // rmaForgetKey drops a cached core key its target revoked (initiator
@@ -345,6 +429,9 @@ func (e *Endpoint) rmaForgetKey(p rmaPeer, h *rmaHdr) {
 	delete(e.rma.keys, k)
 	delete(e.rma.asked, k)
 	logging.Debugf(logging.EPData, "one-sided key %#x at network peer revoked", h.key)
+	if h.flags&rfAck != 0 {
+		e.rmaSendHdr(p, &rmaHdr{kind: rmaRevokeAck, key: h.key}, nil)
+	}
 }
 
 // rmaLearnKey caches a target's key message (initiator side).

@@ -10,6 +10,8 @@
  *
  * Usage: rma <shm|link|tcp|LINKS [distinct]>
  */
+#include <unistd.h>
+
 #include "rma_common.h"
 
 /* Sizes on both sides of every path: inline (below the cores' eager
@@ -530,6 +532,8 @@ static void rereg_b(struct peer *p, void *arg)
  * a write and a read with the closed key after that message are refused
  * with FI_EKEYREJECTED, and the connection still carries a write to the
  * target's other MR. */
+static int revoke_nap_ms; /* revoke_asleep: the initiator's nap after the barrier */
+
 static void revoke_a(struct peer *p, void *arg)
 {
 	struct rwin r1 = win_learn(p, 1), r2 = win_learn(p, 1);
@@ -546,6 +550,8 @@ static void revoke_a(struct peer *p, void *arg)
 	uint64_t msg = 0;
 	CHECK(fi_trecv(p->l.ep, &msg, sizeof(msg), NULL, peer_addr(p), 11, 0, &msg));
 	barrier(p);
+	if (revoke_nap_ms)
+		usleep(revoke_nap_ms * 1000);
 	wait_op(p, &msg, FI_RECV | FI_TAGGED, "the target's word that the MR is closed");
 	EXPECT(msg == 0xc105ed, "received %#llx", (unsigned long long)msg);
 	int ctx[2];
@@ -580,6 +586,16 @@ static void revoke_b(struct peer *p, void *arg)
 	EXPECT_PATTERN(w2.buf, 512, 89);
 	free(w1.buf);
 	win_close(&w2);
+}
+
+/* revoke with an initiator that makes no libfabric call while the target
+ * closes the MR and sends its word: the revoke and the word are both
+ * waiting when it looks again, on the peer path on two connections (the
+ * side transport, the peer core) whose order lnx must not depend on. */
+static void revoke_asleep_a(struct peer *p, void *arg)
+{
+	revoke_nap_ms = 300;
+	revoke_a(p, arg);
 }
 
 /* Both ranks write into each other's windows at once: each is initiator
@@ -719,6 +735,7 @@ static const struct subtest cases[] = {
 	{ .name = "iov", .a = iov_a, .b = iov_b, .opt_caps = RMA_CAPS },
 	{ .name = "both", .a = both, .b = both, .opt_caps = RMA_CAPS },
 	{ .name = "revoke", .a = revoke_a, .b = revoke_b, .opt_caps = RMA_CAPS },
+	{ .name = "revoke_asleep", .a = revoke_asleep_a, .b = revoke_b, .opt_caps = RMA_CAPS },
 	/* Requested keys (no FI_MR_PROV_KEY): the same key comes back. */
 	{ .name = "rereg",
 	  .a = rereg_a,
