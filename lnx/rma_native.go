@@ -66,8 +66,11 @@ import (
 // source. The core's own remote CQ data is not used: tcp;ofi_rxm 1.17
 // writes remote-write entries with no source and no length (and without
 // FI_RMA), which lnx could not complete an application's entry from. The
-// notice leaves before the initiator's completion is written, so anything
-// the application sends the target afterwards arrives after it. Smaller
+// notice leaves before the initiator's completion is written, so on the
+// adapter anything the application sends the target afterwards arrives
+// after it; on the peer path the message takes the peer core, beside the
+// notice's connection, and may overtake it (lnx promises no completion
+// order, FI_ORDER_NONE, so no application may count on either). Smaller
 // writes with data stay target-executed: their inline request gets the
 // target's entry written half a round trip sooner than write-then-notify.
 //
@@ -287,8 +290,9 @@ func (e *Endpoint) rmaNativeDone(sid uint64, err error) bool {
 			// The data is in place at the target (the core's write
 			// is delivery complete): its remote completion may be
 			// written now. It leaves before the initiator's own
-			// completion, so that anything the application sends
-			// the target after that completion arrives after it.
+			// completion, so that on the adapter anything the
+			// application sends the target after that completion
+			// arrives after it.
 			e.rmaSendHdr(o.peer, n.notify, nil)
 		}
 	}
