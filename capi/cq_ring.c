@@ -38,20 +38,52 @@ static int lnx_gate_quiet(struct lnx_gate *g)
 	return idle;
 }
 
+/* About how long a run of idle answers between two clock reads lasts:
+ * how late past due a quiet network core's poll may come. A clock read
+ * (vDSO, some 20 ns) then costs about 1% of the time spent polling. With
+ * a fixed 64 idle answers per clock read, an application that polls every
+ * millisecond (a compute loop's MPI_Test, or a loaded CPU) had that core
+ * polled every 64 ms, and a peer's one-sided operation it serves waited as
+ * long; a lent tcp;ofi_rxm core, whose reads make system calls, took
+ * about 100 us for 64. */
+#define LNX_GATE_CLOCK_SLACK_NS 2000u
+
+/* lnx_gate_clock reads the clock for due and fits clock_every to how far
+ * apart the reads since the last one came: every read while they are
+ * sparse, back to skip_max (doubling) once they are dense again. */
+static uint64_t lnx_gate_clock(struct lnx_gate *g, uint32_t skip)
+{
+	uint64_t now = lnx_mono_ns(), every = g->clock_every ? g->clock_every : skip;
+	uint64_t span = now - g->clock_last;
+	if (g->clock_last && span > LNX_GATE_CLOCK_SLACK_NS)
+		every = every * LNX_GATE_CLOCK_SLACK_NS / span;
+	else if (span < LNX_GATE_CLOCK_SLACK_NS / 2)
+		every *= 2;
+	g->clock_every = every < 1 ? 1 : every > skip ? skip : every;
+	g->clock_last = now;
+	return now;
+}
+
 /* lnx_gate_due: the checks before the watches; 0 means not idle. */
 static int lnx_gate_due(struct lnx_gate *g)
 {
 	if (__atomic_load_n(&g->pending, __ATOMIC_ACQUIRE) ||
 	    __atomic_load_n(&g->posts, __ATOMIC_ACQUIRE))
 		return 0;
-	if (g->idle >= __atomic_load_n(&g->skip_max, __ATOMIC_RELAXED)) {
+	uint32_t skip = __atomic_load_n(&g->skip_max, __ATOMIC_RELAXED);
+	uint64_t due = __atomic_load_n(&g->due, __ATOMIC_RELAXED);
+	uint64_t every = due && g->clock_every && g->clock_every < skip ? g->clock_every : skip;
+	if (g->idle >= every) {
 		/* Time for Go's slower duties, unless Go gave a clock (a quiet
 		 * network core is polled on it) and it is not time yet: then
-		 * the clock is read once per skip_max idle answers, and Go runs
-		 * when the core is due, not skip_max times as often. */
-		uint64_t due = __atomic_load_n(&g->due, __ATOMIC_RELAXED);
-		if (!due || lnx_mono_ns() >= due)
+		 * the clock is read once per clock_every idle answers, and Go
+		 * runs when the core is due, not skip_max times as often. */
+		if (!due)
 			return 0;
+		if (lnx_gate_clock(g, skip) >= due) {
+			g->idle = skip; /* Go's takeIdle: the slower duties' turn */
+			return 0;
+		}
 		g->idle = 0;
 	}
 	return 1;

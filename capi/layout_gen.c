@@ -13,7 +13,7 @@
 #define A(x) _Static_assert(x, #x ": Go's mirror differs; run make generate")
 
 /* Mirrored in package lnx (lnx/cabi_gen.go). */
-A(sizeof(struct lnx_gate) == 816);
+A(sizeof(struct lnx_gate) == 832);
 A(offsetof(struct lnx_gate, pending) == 0);
 A(sizeof(((struct lnx_gate *)0)->pending) == 4);
 A(offsetof(struct lnx_gate, open) == 4);
@@ -34,7 +34,11 @@ A(offsetof(struct lnx_gate, arm) == 32);
 A(sizeof(((struct lnx_gate *)0)->arm) == 8);
 A(offsetof(struct lnx_gate, due) == 40);
 A(sizeof(((struct lnx_gate *)0)->due) == 8);
-A(offsetof(struct lnx_gate, w) == 48);
+A(offsetof(struct lnx_gate, clock_every) == 48);
+A(sizeof(((struct lnx_gate *)0)->clock_every) == 8);
+A(offsetof(struct lnx_gate, clock_last) == 56);
+A(sizeof(((struct lnx_gate *)0)->clock_last) == 8);
+A(offsetof(struct lnx_gate, w) == 64);
 A(sizeof(((struct lnx_gate *)0)->w) == 768);
 A(sizeof(struct lnx_gate_watch) == 24);
 A(offsetof(struct lnx_gate_watch, p) == 0);

@@ -54,7 +54,13 @@ type gateMem struct {
 	// Go: CLOCK_MONOTONIC ns before which a run of skip_max idle answers
 	// does not enter Go (a quiet network core's next poll; 0: no clock)
 	due uint64
-	w   [GateWatches]gateWatch
+
+	// C: idle answers between two clock reads while due is set (0:
+	// skip_max; fewer when reads come far apart), and the time of the last
+	// clock read (CLOCK_MONOTONIC ns).
+	clockEvery uint64
+	clockLast  uint64
+	w          [GateWatches]gateWatch
 }
 
 // gateWatch mirrors struct lnx_gate_watch: one word of shm the gate watches.

@@ -20,7 +20,7 @@ func TestCLayout(t *testing.T) {
 		what      string
 		got, want uintptr
 	}{
-		{"sizeof(struct lnx_gate)", unsafe.Sizeof(gateMem{}), 816},
+		{"sizeof(struct lnx_gate)", unsafe.Sizeof(gateMem{}), 832},
 		{"offsetof(struct lnx_gate, pending)", unsafe.Offsetof(gateMem{}.pending), 0},
 		{"sizeof(struct lnx_gate.pending)", unsafe.Sizeof(gateMem{}.pending), 4},
 		{"offsetof(struct lnx_gate, open)", unsafe.Offsetof(gateMem{}.open), 4},
@@ -41,7 +41,11 @@ func TestCLayout(t *testing.T) {
 		{"sizeof(struct lnx_gate.arm)", unsafe.Sizeof(gateMem{}.arm), 8},
 		{"offsetof(struct lnx_gate, due)", unsafe.Offsetof(gateMem{}.due), 40},
 		{"sizeof(struct lnx_gate.due)", unsafe.Sizeof(gateMem{}.due), 8},
-		{"offsetof(struct lnx_gate, w)", unsafe.Offsetof(gateMem{}.w), 48},
+		{"offsetof(struct lnx_gate, clock_every)", unsafe.Offsetof(gateMem{}.clockEvery), 48},
+		{"sizeof(struct lnx_gate.clock_every)", unsafe.Sizeof(gateMem{}.clockEvery), 8},
+		{"offsetof(struct lnx_gate, clock_last)", unsafe.Offsetof(gateMem{}.clockLast), 56},
+		{"sizeof(struct lnx_gate.clock_last)", unsafe.Sizeof(gateMem{}.clockLast), 8},
+		{"offsetof(struct lnx_gate, w)", unsafe.Offsetof(gateMem{}.w), 64},
 		{"sizeof(struct lnx_gate.w)", unsafe.Sizeof(gateMem{}.w), 768},
 		{"sizeof(struct lnx_gate_watch)", unsafe.Sizeof(gateWatch{}), 24},
 		{"offsetof(struct lnx_gate_watch, p)", unsafe.Offsetof(gateWatch{}.p), 0},

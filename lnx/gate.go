@@ -21,8 +21,9 @@ import (
 // skipMax idle answers in a row (so that slower duties such as network
 // polls and housekeeping still run). Go also publishes when it is next
 // due (due): when a network core Go polls on a clock is, or else
-// gateDutyGap ahead, for housekeeping. A run of skipMax idle answers
-// before then costs C one clock read, not a call into Go.
+// gateDutyGap ahead, for housekeeping. C reads the clock every so many
+// idle answers (at most skipMax, fewer when they come far apart:
+// capi/cq_ring.c, lnx_gate_clock), and enters Go once due has passed.
 //
 // The memory is C's: struct lnx_gate in capi/include/lnx_capi.h, which
 // gateMem mirrors (generated, cabi_gen.go). Pointers are stored as

@@ -82,6 +82,10 @@ struct lnx_gate {
 	uint64_t due;	   /* Go: CLOCK_MONOTONIC ns before which a run of
 			      skip_max idle answers does not enter Go (a
 			      quiet network core's next poll; 0: no clock) */
+	/* C: idle answers between two clock reads while due is set (0:
+	 * skip_max; fewer when reads come far apart), and the time of the
+	 * last clock read (CLOCK_MONOTONIC ns). */
+	uint64_t clock_every, clock_last;
 	struct lnx_gate_watch w[LNX_GATE_WATCHES];
 };
 
