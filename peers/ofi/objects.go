@@ -57,6 +57,11 @@ func OpenFabric(ci *CoreInfo) (*Fabric, error) {
 // provider, then the utility providers over it).
 func (f *Fabric) ProvName() string { return C.GoString(C.lnx_core_prov_name(f.info)) }
 
+// StrAddr reports whether the core's addresses are strings (FI_ADDR_STR):
+// NUL-terminated names whose length varies between processes (libfabric
+// 1.17's shm names hold the pid), where a fixed format's is the same.
+func (f *Fabric) StrAddr() bool { return f.info.addr_format == C.FI_ADDR_STR }
+
 // Close closes the core fabric.
 func (f *Fabric) Close() error {
 	err := check("core fabric close", C.lnx_fid_close(unsafe.Pointer(f.fab)))

@@ -160,3 +160,34 @@ func must(b []byte, err error) []byte {
 	}
 	return b
 }
+
+// TestValidName: a core with a fixed address format takes only names as
+// long as its own (fi_av_insert reads that many bytes); a string core
+// (libfabric 1.17's shm, "<pid>:<n>:<n>") takes names of other lengths
+// whose one NUL ends them, as when two ranks' pids differ in digits.
+func TestValidName(t *testing.T) {
+	fixed := &Transport{name: make([]byte, 16)}
+	str := &Transport{name: []byte("999:0:0\x00"), strAddr: true}
+	for _, tc := range []struct {
+		t    *Transport
+		name string
+		ok   bool
+	}{
+		{fixed, string(make([]byte, 16)), true},
+		{fixed, string(make([]byte, 28)), false},
+		{str, "999:0:0\x00", true},
+		{str, "1000:0:0\x00", true},
+		{str, "9:0:0\x00", true},
+		{str, "1000:0:0", false},         // the core would read past it
+		{str, "10\x0000:0:0\x00", false}, // an embedded NUL: not one name
+		{str, "\x00", false},
+	} {
+		err := tc.t.validName([]byte(tc.name))
+		if (err == nil) != tc.ok {
+			t.Errorf("validName(%q) with strAddr %v: %v, want ok %v", tc.name, tc.t.strAddr, err, tc.ok)
+		}
+		if err != nil && !errors.Is(err, ErrBadAddr) {
+			t.Errorf("validName(%q): %v is not ErrBadAddr", tc.name, err)
+		}
+	}
+}

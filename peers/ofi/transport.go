@@ -3,6 +3,7 @@
 package ofi
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -385,6 +386,9 @@ type Transport struct {
 	k    core
 	cfg  Config
 	prov string // the core's provider name (ListenerProbeable)
+	// strAddr: the core's names are NUL-terminated strings, whose
+	// length may differ from ours (validName).
+	strAddr bool
 
 	list *List // owned when opened with Open
 	fab  *Fabric
@@ -549,6 +553,7 @@ func newTransport(d *Domain, cfg Config) (*Transport, error) {
 		k:        k,
 		cfg:      cfg,
 		prov:     d.f.ProvName(),
+		strAddr:  d.f.StrAddr(),
 		name:     name,
 		eagerMax: uint64(cfg.EagerMax),
 		inject:   inject,
@@ -686,8 +691,8 @@ func (t *Transport) Connect(addr []byte) (*Peer, error) {
 }
 
 func (t *Transport) connect(a addrInfo) (*Peer, error) {
-	if len(a.name) != len(t.name) {
-		return nil, fmt.Errorf("%w: core address of %d bytes, this core uses %d", ErrBadAddr, len(a.name), len(t.name))
+	if err := t.validName(a.name); err != nil {
+		return nil, err
 	}
 	p := t.peers[a.id]
 	if p != nil && p.hasAddr {
@@ -713,6 +718,23 @@ func (t *Transport) connect(a addrInfo) (*Peer, error) {
 	}
 	t.postTE(p)
 	return p, nil
+}
+
+// validName refuses a core name the core would read past the end of:
+// fi_av_insert reads as many bytes as the core's address format holds, so
+// a fixed format's name must be as long as ours, and a string one
+// (FI_ADDR_STR) must end at its first NUL.
+func (t *Transport) validName(name []byte) error {
+	if !t.strAddr {
+		if len(name) != len(t.name) {
+			return fmt.Errorf("%w: core address of %d bytes, this core uses %d", ErrBadAddr, len(name), len(t.name))
+		}
+		return nil
+	}
+	if i := bytes.IndexByte(name, 0); i != len(name)-1 || i == 0 {
+		return fmt.Errorf("%w: core address string of %d bytes is not one non-empty NUL-terminated name (first NUL at %d)", ErrBadAddr, len(name), i)
+	}
+	return nil
 }
 
 func (t *Transport) newPeer(id uint64) *Peer {
