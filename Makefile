@@ -182,7 +182,8 @@ pingpong: lib $(BENCH)
 # and lnx linking libfabric's shm as its network core (fi_shm) between
 # simulated nodes beside libfabric shm alone: what lnx's transport adds
 # over a sub-microsecond core; one-sided operations (fi_bench -R) the same
-# two ways as the messages, tables kept as build/bench/rma_node.txt and
+# two ways as the messages (between simulated nodes also beside tcp;ofi_rxm
+# asked for FI_DELIVERY_COMPLETE, the completion lnx gives), tables kept as build/bench/rma_node.txt and
 # rma_net.txt (no plot); at the MPI level (tests/mpi/mpi_bench.sh) Open
 # MPI's own paths beside cm + ofi over lnx on one node, then ping-pong and
 # windowed bandwidth between two simulated nodes beside cm + ofi over
@@ -204,8 +205,8 @@ bench: bench-deps lib $(BENCH) $(EMU) $(MPI_BENCH)
 	@echo 'bench 4/7: one-sided: fi_write/fi_read latency and bandwidth, fetch-add latency;'
 	@echo '           same node: shm alone, lnx (links shm); simulated nodes: tcp;ofi_rxm alone, lnx over shm+tcp;ofi_rxm; 3 rounds'
 	$(BENCH_RUN) -R -r 3 -s 8,4096,65536,1048576 shm=shm lnx=lnx@shm | tee build/bench/rma_node.txt
-	$(BENCH_RUN) -R -r 3 -n 500 -s 8,4096,65536,1048576 'tcp=tcp;ofi_rxm' 'lnx=lnx@shm+tcp;ofi_rxm:lo#bench' \
-		| tee build/bench/rma_net.txt
+	$(BENCH_RUN) -R -r 3 -n 500 -s 8,4096,65536,1048576 'tcp=tcp;ofi_rxm' 'tcp_dc=tcp;ofi_rxm%dc' \
+		'lnx=lnx@shm+tcp;ofi_rxm:lo#bench%dc' | tee build/bench/rma_net.txt
 	@echo 'bench 5/7: registration: Open MPI 5.0.6 registers and closes an MR per message (regmsg);'
 	@echo '           lnx with its core-registration cache, without it, and tcp;ofi_rxm alone; 3 rounds'
 	$(BENCH_RUN) -r 3 -s 64,65536,1048576 -c build/bench/reg.csv \

@@ -14,7 +14,8 @@
  * MR at completion), "dev" (the buffer is device memory of the CUDA library
  * $FI_LNX_CUDA_LIB, e.g. the emulated device, registered once with
  * FI_HMEM_CUDA), "devregmsg" (both); "safe" added to any of them asks
- * for FI_THREAD_SAFE (default FI_THREAD_DOMAIN). "^VAR=value" sets an environment
+ * for FI_THREAD_SAFE (default FI_THREAD_DOMAIN), "dc" for FI_DELIVERY_COMPLETE
+ * transmit completions (tx op_flags). "^VAR=value" sets an environment
  * variable for the case's processes; several may follow each other
  * ("^A=1^B=2").
  *
@@ -259,6 +260,11 @@ static void setup(struct ctx *c, const struct bcase *bc, size_t maxsize, int rfd
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				      FI_MR_PROV_KEY | (c->dev ? FI_MR_HMEM : 0);
 	hints->domain_attr->av_type = FI_AV_TABLE;
+	/* Mode "dc": delivery-complete transmit completions, as Open MPI's
+	 * btl/ofi and Sandia OpenSHMEM ask for their one-sided operations
+	 * (lnx gives no weaker completion). */
+	if (strstr(bc->mode, "dc") != NULL)
+		hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
 	/* One thread per process: FI_THREAD_DOMAIN, as Open MPI (without
 	 * MPI_THREAD_MULTIPLE) and fabtests ask; mode "safe" asks for
 	 * FI_THREAD_SAFE instead. */

@@ -6,7 +6,8 @@
 # table (cases interleaved round by round; ratios to the first case).
 # The built-in runs where FI_PROVIDER_PATH holds no lnx-go; it has no way
 # to place two processes of one machine on different nodes, so it appears
-# in the same-node table only. Then the MPI-level benchmark
+# in the same-node table only. Then one-sided operations between two
+# simulated nodes (fi_bench -R). Then the MPI-level benchmark
 # (tests/mpi/mpi_bench.sh) under Open MPI 5.0.7: ob1 + sm beside lnx-go on
 # one node, then between two simulated nodes cm + ofi over tcp;ofi_rxm
 # alone, ob1 + btl tcp, and lnx-go (default links) with its transport
@@ -29,6 +30,12 @@ echo "# Debian 13: the peer API path (FI_LNX_PEER_API=1) beside the transport ad
 /out/bench/fi_bench -r "${ROUNDS:-3}" -s 1,64,4096,16384,32768,65536,131072,1048576 'tcp=tcp;ofi_rxm' \
 	'adapter=lnx@shm+tcp;ofi_rxm:lo#bench^FI_LNX_PEER_API=0' 'peer=lnx@shm+tcp;ofi_rxm:lo#bench^FI_LNX_PEER_API=1' \
 	'peer_sar=lnx@shm+tcp;ofi_rxm:lo#bench^FI_LNX_PEER_API=1^FI_OFI_RXM_SAR_LIMIT=131072'
+# One-sided operations: lnx completes every write on delivery (fi_lnx(7)),
+# so beside the core's default (rxm's write completes once sent) the core
+# is also asked for FI_DELIVERY_COMPLETE (%dc), as Open MPI's btl/ofi asks.
+echo "# Debian 13: one-sided operations between two simulated nodes: tcp;ofi_rxm alone (default and delivery complete), lnx-go (adapter, peer API)"
+/out/bench/fi_bench -R -r "${ROUNDS:-3}" -n 500 -s 8,4096,65536,1048576 'tcp=tcp;ofi_rxm' 'tcp_dc=tcp;ofi_rxm%dc' \
+	'adapter=lnx@shm+tcp;ofi_rxm:lo#bench%dc^FI_LNX_PEER_API=0' 'peer=lnx@shm+tcp;ofi_rxm:lo#bench%dc^FI_LNX_PEER_API=1'
 echo "# Debian 13: MPI level, Open MPI $(dpkg-query -W -f='${Version}' openmpi-bin): ob1 + sm beside cm + ofi over lnx-go"
 mpicc -O2 -Wall -o /out/bench/mpi_bench /lnx/tests/mpi/mpi_bench.c
 bash /lnx/tests/mpi/mpi_bench.sh -r "${ROUNDS:-3}" -s 1,64,4k,64k,1m,4m /out/bench/mpi_bench
