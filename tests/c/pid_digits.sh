@@ -7,9 +7,9 @@
 # transport adapter refused a peer whose name was longer or shorter than
 # its own (fi_tsend -FI_EHOSTUNREACH), and any fi_shm test whose ranks
 # straddled 999/1000 or 9999/10000 failed at random. Exits 77 (skipped)
-# where this process may not make a PID namespace.
-unshare --pid --fork true 2>/dev/null || {
-	echo "pid_digits: cannot make a PID namespace here (unshare --pid); skipped"
+# where this process may not make a PID namespace or set its next pid.
+unshare --pid --fork sh -c 'echo 8 > /proc/sys/kernel/ns_last_pid' 2>/dev/null || {
+	echo "pid_digits: cannot make a PID namespace and set its next pid here (unshare --pid, ns_last_pid); skipped"
 	exit 77
 }
 # Regions a failed run left under the pids the ranks get again: libfabric
