@@ -183,11 +183,11 @@ pingpong: lib $(BENCH)
 # simulated nodes beside libfabric shm alone: what lnx's transport adds
 # over a sub-microsecond core; one-sided operations (fi_bench -R) the same
 # two ways as the messages (between simulated nodes also beside tcp;ofi_rxm
-# asked for FI_DELIVERY_COMPLETE, the completion lnx gives), tables kept as build/bench/rma_node.txt and
-# rma_net.txt (no plot); at the MPI level (tests/mpi/mpi_bench.sh) Open
-# MPI's own paths beside cm + ofi over lnx on one node, then ping-pong and
-# windowed bandwidth between two simulated nodes beside cm + ofi over
-# tcp;ofi_rxm alone (and ob1 + btl tcp).
+# asked for FI_DELIVERY_COMPLETE, the completion lnx gives), tables kept
+# as build/bench/rma_node.txt and rma_net.txt (no plot); at the MPI level
+# (tests/mpi/mpi_bench.sh) Open MPI's own paths beside cm + ofi over lnx
+# on one node, then ping-pong and windowed bandwidth between two simulated
+# nodes beside cm + ofi over tcp;ofi_rxm alone (and ob1 + btl tcp).
 # Each run prints its table and writes it as build/bench/<run>.csv; make
 # plot (run at the end) draws each as build/bench/<run>.png. About 10
 # minutes on the 2-core CI machine; fi_bench says which round it is on.
