@@ -83,16 +83,34 @@ func (ep *EP) drain() {
 	if n == 0 {
 		return
 	}
+	// A copy (the owner may call into the core again, which refills
+	// comps), on the stack and no larger than it needs: Go zeroes the
+	// whole array, and 64 completions are 6 KiB for a batch that is
+	// mostly one.
+	if n <= drainSmall {
+		var batch [drainSmall]C.struct_lnx_pcomp
+		copy(batch[:n], ep.c.comps[:n])
+		ep.handOff(batch[:n])
+		return
+	}
 	var batch [C.LNX_PEP_COMPS]C.struct_lnx_pcomp
 	copy(batch[:n], ep.c.comps[:n])
+	ep.handOff(batch[:n])
+}
+
+// drainSmall: the batch drain copies into a small array.
+const drainSmall = 4
+
+// handOff hands the owner batch, a copy of comps, and then what C wrote
+// past comps while it polled the core (lent).
+func (ep *EP) handOff(batch []C.struct_lnx_pcomp) {
 	ep.c.ncomp = 0 // before the owner runs: it may call into the core again
 	var more []C.struct_lnx_pcomp
 	if m := int(ep.c.nmore); m > 0 {
-		// Written while C polled the core (lent): after the batch.
 		more = append(more, unsafe.Slice(ep.c.more, m)...)
 		ep.c.nmore = 0
 	}
-	ep.hand(batch[:n])
+	ep.hand(batch)
 	ep.hand(more)
 }
 
