@@ -15,6 +15,7 @@
 #include "lnx_ops.h"
 #include "lnx_tp_lend.h"
 #include "lnx_pep_lend.h"
+#include "lnx_pep.h"
 
 /*
  * lnx_copyable reports whether buf may be copied: a buffer of at most a
@@ -301,9 +302,10 @@ static ssize_t lnx_fast_send_pep(struct lnx_fast *f, int serial, const struct io
 		return LNX_FAST_DECLINED;
 	ssize_t ret = LNX_FAST_DECLINED;
 	struct lnx_cring *cr = NULL;
-	if (!__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) || !a->pep)
+	struct lnx_pep *p = (struct lnx_pep *)a->pep;
+	if (!__atomic_load_n(&a->lent, __ATOMIC_ACQUIRE) || !p)
 		goto out;
-	if (m.len > lnx_pep_inject_size((void *)a->pep)) {
+	if (m.len > p->inject) {
 		/* The core reads the application's buffer after the call (shm's
 		 * CMA copy, rxm's rendezvous): never for a buffer reusable on
 		 * return (Go copies it), and only into the arm's CQ ring, where
@@ -325,9 +327,8 @@ static ssize_t lnx_fast_send_pep(struct lnx_fast *f, int serial, const struct io
 	if (m.want_cq && (!(cr = __atomic_load_n(&f->cring, __ATOMIC_ACQUIRE)) ||
 			  !lnx_cring_reserve(cr, serial)))
 		goto out;
-	if (lnx_pep_send_lent((void *)a->pep, a, serial, &lnx_arm_pep_ops, dest,
-			      (kind & LNX_OP_TAGGED) != 0, m.buf, m.len, tag, data,
-			      m.has_data) == 0)
+	if (lnx_pep_inject_lent(p, a, serial, &lnx_arm_pep_ops, dest, (kind & LNX_OP_TAGGED) != 0,
+				m.buf, m.len, tag, data, m.has_data) == 0)
 		ret = 0;
 	if (m.want_cq)
 		fast_send_done(cr, serial, ret, ctx, kind);

@@ -161,6 +161,49 @@ struct lnx_pep {
 	uint32_t n_free_e, n_free_c, keep;
 };
 
+/* lnx_pep_lent_dst: C may send to lnx fi_addr dest while lent (tx_on, and
+ * Go published dest), over the core's fi_addr *fa. */
+static inline int lnx_pep_lent_dst(const struct lnx_pep *p, uint64_t dest, uint64_t *fa)
+{
+	return __atomic_load_n(&p->tx_on, __ATOMIC_RELAXED) && dest < LNX_PEP_DSTS &&
+	       (*fa = __atomic_load_n(&p->dst[dest], __ATOMIC_ACQUIRE)) != LNX_PEP_NOSRC;
+}
+
+/* lnx_pep_inject_lent is lnx_pep_send_lent (lnx_pep_lend.h), inline for
+ * capi's fast send: in a stream of small messages over a fast core the
+ * calls between fast_send.c and pep.c, with the checks each repeated and
+ * the registers each spilled, were a sixth of the instructions a send
+ * ran, lnx's and the core's together. */
+static inline int lnx_pep_inject_lent(struct lnx_pep *p, struct lnx_arm *a, int serial,
+				      const struct lnx_pep_arm_ops *ops, uint64_t dest, int tagged,
+				      const void *buf, size_t len, uint64_t tag, uint64_t data,
+				      int has_data)
+{
+	uint64_t fa;
+	ssize_t ret;
+	if (len > p->inject || !lnx_pep_lent_dst(p, dest, &fa))
+		return -1;
+	/* What the core calls back inside (a message read, a completion)
+	 * is treated as inside lnx_pep_take: left to Go, never into Go. */
+	p->arm = a;
+	p->ops = ops;
+	p->serial = serial;
+	p->sending = 1;
+	if (tagged)
+		ret = has_data ? fi_tinjectdata(p->ep, buf, len, data, fa, tag) :
+				 fi_tinject(p->ep, buf, len, fa, tag);
+	else
+		ret = has_data ? fi_injectdata(p->ep, buf, len, data, fa) :
+				 fi_inject(p->ep, buf, len, fa);
+	p->sending = 0;
+	p->arm = NULL;
+	if (ret)
+		return -1;
+	p->tx_msgs++;
+	p->tx_bytes += len;
+	return 0;
+}
+
 /* src (srclen bytes): the core address to bind to, or NULL. */
 LNX_HIDDEN struct lnx_pep *lnx_pep_open(struct fid_domain *dom, struct fi_info *info,
 					const void *src, size_t srclen, uintptr_t handle, int *ret,

@@ -70,9 +70,6 @@ int lnx_pep_send_lent_big(void *pep, struct lnx_arm *a, int serial,
  * size) must be checked for being mapped first (FI_LNX_CHECK_SEND_BUFFERS). */
 int lnx_pep_checks_bufs(const void *pep);
 
-/* The core's inject size: the largest send lnx_pep_send_lent takes. */
-size_t lnx_pep_inject_size(const void *pep);
-
 /* Whether lent core pep holds messages or completions for Go (a->lock
  * held): C then takes nothing more, so that Go sees them first. */
 int lnx_pep_held(const void *pep);

@@ -799,42 +799,12 @@ int lnx_pep_checks_bufs(const void *pep)
 	return __atomic_load_n(&((const struct lnx_pep *)pep)->check_bufs, __ATOMIC_RELAXED) != 0;
 }
 
-size_t lnx_pep_inject_size(const void *pep)
-{
-	return ((const struct lnx_pep *)pep)->inject;
-}
-
-/* pep_lent_dst: C may send to lnx fi_addr dest while lent (tx_on, and Go
- * published dest), over the core's fi_addr *fa. */
-static int pep_lent_dst(const struct lnx_pep *p, uint64_t dest, uint64_t *fa)
-{
-	return __atomic_load_n(&p->tx_on, __ATOMIC_RELAXED) && dest < LNX_PEP_DSTS &&
-	       (*fa = __atomic_load_n(&p->dst[dest], __ATOMIC_ACQUIRE)) != LNX_PEP_NOSRC;
-}
-
 int lnx_pep_send_lent(void *pep, struct lnx_arm *a, int serial, const struct lnx_pep_arm_ops *ops,
 		      uint64_t dest, int tagged, const void *buf, size_t len, uint64_t tag,
 		      uint64_t data, int has_data)
 {
-	struct lnx_pep *p = pep;
-	uint64_t fa;
-	ssize_t ret;
-	if (len > p->inject || !pep_lent_dst(p, dest, &fa))
-		return -1;
-	/* What the core calls back inside (a message read, a completion)
-	 * is treated as inside lnx_pep_take: left to Go, never into Go. */
-	p->arm = a;
-	p->ops = ops;
-	p->serial = serial;
-	p->sending = 1;
-	ret = pep_inject(p, tagged, buf, len, has_data, data, fa, tag);
-	p->sending = 0;
-	p->arm = NULL;
-	if (ret)
-		return -1;
-	p->tx_msgs++;
-	p->tx_bytes += len;
-	return 0;
+	return lnx_pep_inject_lent(pep, a, serial, ops, dest, tagged, buf, len, tag, data,
+				   has_data);
 }
 
 int lnx_pep_send_lent_big(void *pep, struct lnx_arm *a, int serial,
@@ -846,7 +816,7 @@ int lnx_pep_send_lent_big(void *pep, struct lnx_arm *a, int serial,
 	struct lnx_pctx *c;
 	uint64_t fa;
 	ssize_t ret;
-	if (len <= p->inject || !pep_lent_dst(p, dest, &fa) || !(c = pctx_get(p)))
+	if (len <= p->inject || !lnx_pep_lent_dst(p, dest, &fa) || !(c = pctx_get(p)))
 		return -1;
 	c->c_send = 1;
 	c->s_ctx = ctx;

@@ -44,9 +44,3 @@ int lnx_pep_checks_bufs(const void *pep)
 	(void)pep;
 	return 1;
 }
-
-size_t lnx_pep_inject_size(const void *pep)
-{
-	(void)pep;
-	return 0;
-}
