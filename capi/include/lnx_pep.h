@@ -64,7 +64,7 @@ struct lnx_pctx {
 	uint64_t c_len, c_src;
 	int c_recv;
 	/* A send C made while lent over the core's inject size
-	 * (lnx_pep_send_lent; c_send set): its completion's context and
+	 * (lnx_pep_send_lent_big; c_send set): its completion's context and
 	 * flags, whether the application wants it (s_cq), the lnx fi_addr it
 	 * went to, and its links in lnx_pep.csends while Go has not adopted
 	 * it (id 0; Go gives it an id when it takes the core back). */
@@ -120,10 +120,10 @@ struct lnx_pep {
 	int took;			   /* receives completed into the arm's ring in this take */
 	uint32_t c_pending;		   /* receives C matched that the core has not completed */
 	struct lnx_pentry *stash, **stash_end; /* messages left to Go */
-	int sending;	     /* inside lnx_pep_send_lent: no completion into the ring */
+	int sending;	     /* inside lnx_pep_inject_lent: no completion into the ring */
 	uint32_t tx_on;	     /* Go: C may send through the core while lent */
 	uint32_t check_bufs; /* Go: mincore a send buffer the core reads later */
-	uint64_t tx_msgs;    /* sends C made (lnx_pep_send_lent), under the arm lock; */
+	uint64_t tx_msgs;    /* sends C made (lnx_pep_inject_lent), under the arm lock; */
 	uint64_t tx_bytes;   /* Go takes them back with the core; */
 	uint64_t tx_big;     /* of tx_msgs, those over the inject size */
 	/* C's polls of the core while lent (lnx_pep_take), and the messages
@@ -169,11 +169,29 @@ static inline int lnx_pep_lent_dst(const struct lnx_pep *p, uint64_t dest, uint6
 	       (*fa = __atomic_load_n(&p->dst[dest], __ATOMIC_ACQUIRE)) != LNX_PEP_NOSRC;
 }
 
-/* lnx_pep_inject_lent is lnx_pep_send_lent (lnx_pep_lend.h), inline for
- * capi's fast send: in a stream of small messages over a fast core the
- * calls between fast_send.c and pep.c, with the checks each repeated and
- * the registers each spilled, were a sixth of the instructions a send
- * ran, lnx's and the core's together. */
+/* lnx_pep_inject: the core's inject call for a message's kind, tagged or
+ * not, with CQ data or not (fi_*injectdata), to core fi_addr dest. */
+static inline ssize_t lnx_pep_inject(struct lnx_pep *p, int tagged, const void *buf, size_t len,
+				     int has_data, uint64_t data, fi_addr_t dest, uint64_t tag)
+{
+	if (tagged)
+		return has_data ? fi_tinjectdata(p->ep, buf, len, data, dest, tag) :
+				  fi_tinject(p->ep, buf, len, dest, tag);
+	return has_data ? fi_injectdata(p->ep, buf, len, data, dest) :
+			  fi_inject(p->ep, buf, len, dest);
+}
+
+/* lnx_pep_inject_lent sends len bytes at buf (tagged: with tag; has_data:
+ * with CQ data) to lnx fi_addr dest through lent core p, from C (a->lock
+ * held, lent), as the core's inject: 0 when the core took it (nothing
+ * more comes of it); -1 when Go must send it: C may not send (tx_on),
+ * dest is not one C knows over this core, the message is over the core's
+ * inject size, or the core answered anything else (-FI_EAGAIN included:
+ * Go progresses and answers it, or reports the error). Inline in capi's
+ * fast send: in a stream of small messages over a fast core, calls from
+ * fast_send.c into pep.c, with the checks each repeated and the
+ * registers each spilled, were a sixth of the instructions a send ran,
+ * lnx's and the core's together. */
 static inline int lnx_pep_inject_lent(struct lnx_pep *p, struct lnx_arm *a, int serial,
 				      const struct lnx_pep_arm_ops *ops, uint64_t dest, int tagged,
 				      const void *buf, size_t len, uint64_t tag, uint64_t data,
@@ -189,12 +207,7 @@ static inline int lnx_pep_inject_lent(struct lnx_pep *p, struct lnx_arm *a, int 
 	p->ops = ops;
 	p->serial = serial;
 	p->sending = 1;
-	if (tagged)
-		ret = has_data ? fi_tinjectdata(p->ep, buf, len, data, fa, tag) :
-				 fi_tinject(p->ep, buf, len, fa, tag);
-	else
-		ret = has_data ? fi_injectdata(p->ep, buf, len, data, fa) :
-				 fi_inject(p->ep, buf, len, fa);
+	ret = lnx_pep_inject(p, tagged, buf, len, has_data, data, fa, tag);
 	p->sending = 0;
 	p->arm = NULL;
 	if (ret)

@@ -42,17 +42,6 @@ extern const struct lnx_pep_arm_ops lnx_arm_pep_ops;
 int lnx_pep_take(void *pep, struct lnx_arm *a, int serial, const struct lnx_pep_arm_ops *ops,
 		 int *go);
 
-/* Sends len bytes at buf (tagged: with tag; has_data: with CQ data) to
- * lnx fi_addr dest through lent core pep, from C (a->lock held, lent),
- * as the core's inject: 0 when the core took it (nothing more comes of
- * it); -1 when Go must send it: C may not send (tx_on), dest is not one
- * C knows over this core, the message is over the core's inject size, or
- * the core answered anything else (-FI_EAGAIN included: Go progresses
- * and answers it, or reports the error). */
-int lnx_pep_send_lent(void *pep, struct lnx_arm *a, int serial, const struct lnx_pep_arm_ops *ops,
-		      uint64_t dest, int tagged, const void *buf, size_t len, uint64_t tag,
-		      uint64_t data, int has_data);
-
 /* Sends len bytes at buf, over the core's inject size, to lnx fi_addr
  * dest through lent core pep, from C (a->lock held, lent), as the core's
  * send of the application's buffer: 0 when the core took it. Its
@@ -60,7 +49,7 @@ int lnx_pep_send_lent(void *pep, struct lnx_arm *a, int serial, const struct lnx
  * a's ring when the core writes it inside C's poll or send, else to Go; a
  * send Go adopts (lnx_pep_csend_pop) completes through Go, which watches
  * its peer meanwhile. The transmit CQ must be a's CQ. -1 as for
- * lnx_pep_send_lent (and out of memory). */
+ * lnx_pep_inject_lent (lnx_pep.h; and out of memory). */
 int lnx_pep_send_lent_big(void *pep, struct lnx_arm *a, int serial,
 			  const struct lnx_pep_arm_ops *ops, uint64_t dest, int tagged,
 			  const void *buf, size_t len, uint64_t tag, uint64_t data, int has_data,

@@ -183,7 +183,7 @@ func (ep *EP) SetSrc(a, src uint64, known bool) {
 const MaxDsts = C.LNX_PEP_DSTS
 
 // SetDst tells C the core fi_addr of lnx fi_addr a (< MaxDsts), to which
-// C then sends small messages itself while lent (lnx_pep_send_lent);
+// C then sends small messages itself while lent (lnx_pep_inject_lent);
 // known false: C leaves sends to a to Go. Any time (C reads it
 // atomically).
 func (ep *EP) SetDst(a, core uint64, known bool) {

@@ -582,18 +582,6 @@ ssize_t lnx_pep_progress(struct lnx_pep *p)
 	return n;
 }
 
-/* The core's inject call for a message's kind: tagged or not, with CQ
- * data or not (fi_*injectdata). */
-static ssize_t pep_inject(struct lnx_pep *p, int tagged, const void *buf, size_t len, int has_data,
-			  uint64_t data, fi_addr_t dest, uint64_t tag)
-{
-	if (tagged)
-		return has_data ? fi_tinjectdata(p->ep, buf, len, data, dest, tag) :
-				  fi_tinject(p->ep, buf, len, dest, tag);
-	return has_data ? fi_injectdata(p->ep, buf, len, data, dest) :
-			  fi_inject(p->ep, buf, len, dest);
-}
-
 /* The core's send of one buffer for a message's kind, with context c. */
 static ssize_t pep_send_one(struct lnx_pep *p, int tagged, const void *buf, size_t len,
 			    int has_data, uint64_t data, fi_addr_t dest, uint64_t tag, void *c)
@@ -633,7 +621,7 @@ ssize_t lnx_pep_send(struct lnx_pep *p, int tagged, void **base, size_t *len, in
 			}
 			b = small;
 		}
-		ret = pep_inject(p, tagged, b, total, has_data, data, dest, tag);
+		ret = lnx_pep_inject(p, tagged, b, total, has_data, data, dest, tag);
 		return ret ? ret : 1;
 	}
 copy:
@@ -797,14 +785,6 @@ int lnx_pep_take(void *pep, struct lnx_arm *a, int serial, const struct lnx_pep_
 int lnx_pep_checks_bufs(const void *pep)
 {
 	return __atomic_load_n(&((const struct lnx_pep *)pep)->check_bufs, __ATOMIC_RELAXED) != 0;
-}
-
-int lnx_pep_send_lent(void *pep, struct lnx_arm *a, int serial, const struct lnx_pep_arm_ops *ops,
-		      uint64_t dest, int tagged, const void *buf, size_t len, uint64_t tag,
-		      uint64_t data, int has_data)
-{
-	return lnx_pep_inject_lent(pep, a, serial, ops, dest, tagged, buf, len, tag, data,
-				   has_data);
 }
 
 int lnx_pep_send_lent_big(void *pep, struct lnx_arm *a, int serial,

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pep_send_lent: sends over a peer-API core lent to lnx's C layer
- * (capi/fast_send.c's lnx_fast_send_pep and peers/peerep/pep.c's
- * lnx_pep_send_lent, compiled without Go; issue #20). The core is a fake
+ * (capi/fast_send.c's lnx_fast_send_pep, lnx_pep.h's lnx_pep_inject_lent
+ * and peers/peerep/pep.c, compiled without Go; issue #20). The core is a fake
  * endpoint whose inject calls record what they were given.
  *
  *  - a send to an lnx fi_addr Go published (lnx_pep.dst) goes to the

@@ -20,15 +20,6 @@ int lnx_pep_held(const void *pep)
 	return 0;
 }
 
-int lnx_pep_send_lent(void *pep, struct lnx_arm *a, int serial, const struct lnx_pep_arm_ops *ops,
-		      uint64_t dest, int tagged, const void *buf, size_t len, uint64_t tag,
-		      uint64_t data, int has_data)
-{
-	(void)pep, (void)a, (void)serial, (void)ops, (void)dest, (void)tagged, (void)buf;
-	(void)len, (void)tag, (void)data, (void)has_data;
-	return -1;
-}
-
 int lnx_pep_send_lent_big(void *pep, struct lnx_arm *a, int serial,
 			  const struct lnx_pep_arm_ops *ops, uint64_t dest, int tagged,
 			  const void *buf, size_t len, uint64_t tag, uint64_t data, int has_data,
