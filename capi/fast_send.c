@@ -6,10 +6,7 @@
  * (cq_ring.c). Go's side is lnx/fast.go; docs/design.md says who writes
  * which word.
  */
-#include <errno.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 #include "lnx_capi.h"
 #include "lnx_internal.h"
 #include "lnx_ops.h"
@@ -18,28 +15,18 @@
 #include "lnx_pep.h"
 
 /*
- * lnx_copyable reports whether buf may be copied: a buffer of at most a
- * page is, one of more when every page it covers is mapped, checked as
- * internal/memmap checks it for shm.Endpoint.Send (msync with MS_ASYNC:
- * ENOMEM for a hole, and no writeback; a quarter of mincore's time, which
- * reads every page's state): a buffer shorter than
- * the length the application gave then goes to Go, which fails the send,
- * instead of faulting the process here. Inline for the small case (no
- * page is under 4 KiB), which is every send of 1-8 B.
+ * lnx_copyable reports whether buf may be copied, or handed to a core that
+ * reads it later: a buffer of at most a page is taken as it is (it may still
+ * straddle a hole; the check is for multi-page buffers shorter than their
+ * stated length), a larger one when every page it covers is mapped
+ * (lnx_mapped, mapped.c: an msync, or none for a range this thread found
+ * mapped before). A buffer that fails goes to Go, which fails the send,
+ * instead of faulting the process here. Inline for the small case, which
+ * is every send of 1-8 B.
  */
-static int lnx_copyable_big(const void *buf, size_t len)
-{
-	static uintptr_t pg;
-	if (!pg)
-		pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-	if (len <= pg)
-		return 1;
-	uintptr_t start = (uintptr_t)buf & ~(pg - 1);
-	return msync((void *)start, (uintptr_t)buf + len - start, MS_ASYNC) == 0 || errno != ENOMEM;
-}
 static inline int lnx_copyable(const void *buf, size_t len)
 {
-	return len <= 4096 || lnx_copyable_big(buf, len);
+	return len <= 4096 || lnx_mapped(buf, len);
 }
 
 /*
@@ -309,9 +296,9 @@ static ssize_t lnx_fast_send_pep(struct lnx_fast *f, int serial, const struct io
 		/* The core reads the application's buffer after the call (shm's
 		 * CMA copy, rxm's rendezvous): never for a buffer reusable on
 		 * return (Go copies it), and only into the arm's CQ ring, where
-		 * C's poll writes the completion. The mapping check (one
-		 * msync) may be off: the core then fails a short buffer
-		 * itself. */
+		 * C's poll writes the completion. The mapping check
+		 * (lnx_copyable) may be off: the core then fails a short
+		 * buffer itself. */
 		if ((kind & LNX_OP_INJECT) || (m.txf & FI_INJECT) ||
 		    (m.want_cq && !lnx_fast_one_ring(f)) ||
 		    (lnx_pep_checks_bufs((void *)a->pep) && !lnx_copyable(m.buf, m.len)))

@@ -154,6 +154,14 @@ static inline void *lnx_map(size_t n)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/*
+ * lnx_mapped reports whether every page [buf, buf+len) covers is mapped
+ * (mapped.c): one msync, or none for a range this thread found mapped
+ * before (a cache of LNX_MAPPED_WAYS ranges).
+ */
+#define LNX_MAPPED_WAYS 8
+LNX_HIDDEN int lnx_mapped(const void *buf, size_t len);
+
 /* Ops tables the endpoint (ep.c) and lnx_handle_of compare with. */
 LNX_HIDDEN extern struct fi_ops lnx_av_fi_ops;		  /* av.c */
 LNX_HIDDEN extern struct fi_ops lnx_cq_fi_ops;		  /* cq.c */

@@ -122,7 +122,7 @@ struct lnx_pep {
 	struct lnx_pentry *stash, **stash_end; /* messages left to Go */
 	int sending;	     /* inside lnx_pep_inject_lent: no completion into the ring */
 	uint32_t tx_on;	     /* Go: C may send through the core while lent */
-	uint32_t check_bufs; /* Go: mincore a send buffer the core reads later */
+	uint32_t check_bufs; /* Go: check buffers the core reads later */
 	uint64_t tx_msgs;    /* sends C made (lnx_pep_inject_lent), under the arm lock; */
 	uint64_t tx_bytes;   /* Go takes them back with the core; */
 	uint64_t tx_big;     /* of tx_msgs, those over the inject size */

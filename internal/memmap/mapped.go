@@ -39,7 +39,9 @@ func Mapped(b []byte) bool {
 // with Mapped only a piece of more than a page: a smaller one costs no
 // system call and is taken as it is (it may still straddle a hole; the
 // check is for multi-page buffers shorter than their stated length). C's
-// fast send path applies the same rule (lnx_copyable in capi/fast_send.c).
+// fast send path applies the same rule (lnx_copyable in capi/fast_send.c),
+// and skips the system call for a range its thread found mapped before
+// (capi/mapped.c); Go's sends, the slower path, check every time.
 func Checked(b []byte) bool {
 	return uintptr(len(b)) <= PageSize || Mapped(b)
 }

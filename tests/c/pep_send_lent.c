@@ -33,7 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
+#include <unistd.h>
 #include "lnx_capi.h"
 #include "lnx_internal.h"
 #include "lnx_ops.h"
@@ -64,6 +66,15 @@ void lnxPepDrain(uintptr_t h)
 	(void)h;
 	fprintf(stderr, "FAIL: completion batch drained inside a send from C\n");
 	exit(1);
+}
+
+/* msync calls (linked with --wrap=msync): the send path's mapping check. */
+static int msyncs;
+int __real_msync(void *addr, size_t len, int flags);
+int __wrap_msync(void *addr, size_t len, int flags)
+{
+	msyncs++;
+	return __real_msync(addr, len, flags);
 }
 
 /* What the fake core's last inject got, and what it answers. */
@@ -442,6 +453,38 @@ int main(void)
 		      p->tx_msgs == msgs && ring_len() == 0,
 	      "-FI_EAGAIN: %zd, c_sends %u, counted %llu", r, p->c_sends,
 	      (unsigned long long)(p->tx_msgs - msgs));
+
+	/* Buffers over a page within the core's inject size: the first send
+	 * from one checks that it is mapped (one msync), later sends from it
+	 * or from inside it make no system call (mapped.c's cache of this
+	 * thread); one whose last page is unmapped goes to Go, checked each
+	 * time, and never reaches the core. */
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	char *pages =
+		mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(pages != MAP_FAILED, "mmap");
+	CHECK(munmap(pages + 3 * pg, pg) == 0, "munmap");
+	p->inject = 4 * pg;
+	f->inject_size = 4 * pg;
+	calls = g.calls;
+	msyncs = 0;
+	for (int i = 0; i < 3; i++) {
+		r = send_c(pages, 3 * pg, 3, 0x3, 0, NULL, LNX_OP_TAGGED | LNX_OP_INJECT);
+		CHECK(r == 0 && g.calls == calls + 1 + i && g.buf == pages && g.len == 3 * pg,
+		      "send %d of a 3-page buffer: %zd, %d core calls", i, r, g.calls - calls);
+	}
+	r = send_c(pages + 100, 2 * pg, 3, 0x3, 0, NULL, LNX_OP_TAGGED | LNX_OP_INJECT);
+	CHECK(r == 0 && g.calls == calls + 4, "a send from inside it: %zd", r);
+	CHECK(msyncs == 1, "4 sends from one mapped buffer made %d msync calls, not 1", msyncs);
+	for (int i = 0; i < 2; i++) {
+		r = send_c(pages + pg, 3 * pg, 3, 0x3, 0, NULL, LNX_OP_TAGGED | LNX_OP_INJECT);
+		CHECK(r == LNX_FAST_DECLINED && g.calls == calls + 4,
+		      "a buffer one page short, send %d: %zd, reached the core %d", i, r,
+		      g.calls - calls - 4);
+	}
+	CHECK(msyncs == 3, "sends from a buffer one page short made %d msync calls, not 2",
+	      msyncs - 1);
+	munmap(pages, 3 * pg);
 
 	free(f->cring);
 	free(f);
