@@ -8,29 +8,40 @@
  * hole, nothing written back). A system call per send is what made 8 KiB
  * messages over tcp;ofi_rxm 1.2x of the core alone on a VM whose system
  * calls cost 1 us, so each thread keeps the last LNX_MAPPED_WAYS page
- * ranges it found mapped and answers a buffer inside one of them without
- * a call: applications send from the same buffers again and again.
+ * ranges it found mapped, for lnx_mapped_ttl_ns, and answers a buffer
+ * inside one of them without a call: applications send from the same
+ * buffers again and again, microseconds apart.
  *
- * What the cache gives up: memory unmapped after a send from it was
- * checked is not noticed; a later send from it then faults in the core,
- * as it would with the core alone. A buffer shorter than its length that
- * lnx has not seen sent from, the mistake the check is for, is still
- * refused. Only success is cached, so a refused buffer is checked again
- * each time.
+ * What the cache gives up: memory unmapped within that time after a check
+ * is not noticed, nor a shorter mapping placed at the same address in
+ * that time (a buffer too short for its length there is then left to the
+ * core, as without lnx). Only success is cached, so a refused buffer is
+ * checked again each time.
  */
 #include <errno.h>
 #include <stdint.h>
+#include <time.h>
 #include <unistd.h>
 #include "lnx_internal.h"
 
+uint64_t lnx_mapped_ttl_ns = LNX_MAPPED_TTL_NS;
+
 struct lnx_mapped_cache {
 	uintptr_t lo[LNX_MAPPED_WAYS], hi[LNX_MAPPED_WAYS];
+	uint64_t at[LNX_MAPPED_WAYS]; /* when it was found mapped */
 	unsigned next;
 };
 
 /* Per thread: no lock on the send path, and a thread's own buffers are
  * what it sends again. */
 static __thread struct lnx_mapped_cache lnx_mc;
+
+static uint64_t mapped_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 int lnx_mapped(const void *buf, size_t len)
 {
@@ -44,13 +55,23 @@ int lnx_mapped(const void *buf, size_t len)
 		return 0; /* wraps the address space: no mapping holds it */
 	uintptr_t lo = b & ~(pg - 1), hi = (end + pg - 1) & ~(pg - 1);
 	struct lnx_mapped_cache *c = &lnx_mc;
-	for (int i = 0; i < LNX_MAPPED_WAYS; i++)
-		if (lo >= c->lo[i] && hi <= c->hi[i])
+	uint64_t now = 0;
+	int w = -1;
+	for (int i = 0; i < LNX_MAPPED_WAYS; i++) {
+		if (lo < c->lo[i] || hi > c->hi[i])
+			continue;
+		if (!now)
+			now = mapped_now();
+		if (now - c->at[i] < lnx_mapped_ttl_ns)
 			return 1;
+		w = i; /* expired: checked again in its place */
+	}
 	if (msync((void *)lo, hi - lo, MS_ASYNC) != 0)
 		return errno != ENOMEM; /* another error says nothing of holes */
-	unsigned w = c->next++ % LNX_MAPPED_WAYS;
+	if (w < 0)
+		w = (int)(c->next++ % LNX_MAPPED_WAYS);
 	c->lo[w] = lo;
 	c->hi[w] = hi;
+	c->at[w] = now ? now : mapped_now();
 	return 1;
 }

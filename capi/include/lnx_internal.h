@@ -157,9 +157,12 @@ static inline void *lnx_map(size_t n)
 /*
  * lnx_mapped reports whether every page [buf, buf+len) covers is mapped
  * (mapped.c): one msync, or none for a range this thread found mapped
- * before (a cache of LNX_MAPPED_WAYS ranges).
+ * less than lnx_mapped_ttl_ns ago (a cache of LNX_MAPPED_WAYS ranges;
+ * the unit tests change the time).
  */
-#define LNX_MAPPED_WAYS 8
+#define LNX_MAPPED_WAYS	  8
+#define LNX_MAPPED_TTL_NS 1000000u /* 1 ms */
+LNX_HIDDEN extern uint64_t lnx_mapped_ttl_ns;
 LNX_HIDDEN int lnx_mapped(const void *buf, size_t len);
 
 /* Ops tables the endpoint (ep.c) and lnx_handle_of compare with. */

@@ -40,8 +40,9 @@ func Mapped(b []byte) bool {
 // system call and is taken as it is (it may still straddle a hole; the
 // check is for multi-page buffers shorter than their stated length). C's
 // fast send path applies the same rule (lnx_copyable in capi/fast_send.c),
-// and skips the system call for a range its thread found mapped before
-// (capi/mapped.c); Go's sends, the slower path, check every time.
+// and skips the system call for a range its thread found mapped less than
+// 1 ms before (capi/mapped.c); Go's sends, the slower path, check every
+// time.
 func Checked(b []byte) bool {
 	return uintptr(len(b)) <= PageSize || Mapped(b)
 }

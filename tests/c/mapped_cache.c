@@ -12,6 +12,8 @@
  *  - the cache holds the last LNX_MAPPED_WAYS ranges: the oldest of
  *    LNX_MAPPED_WAYS + 1 is checked again;
  *  - each thread has its own cache;
+ *  - a range found mapped longer than lnx_mapped_ttl_ns ago is checked
+ *    again (and refused once its memory is gone), in its own place;
  *  - a length that wraps the address space is refused without a call;
  *    an empty buffer is accepted without one.
  */
@@ -51,6 +53,9 @@ static void *other_thread(void *arg)
 
 int main(void)
 {
+	/* Long, so that a preempted test still sees what it cached; the
+	 * expiry is tested by setting it short. */
+	lnx_mapped_ttl_ns = 60 * 1000000000ull;
 	pg = (size_t)sysconf(_SC_PAGESIZE);
 	size_t n = 2 * (LNX_MAPPED_WAYS + 2);
 	pages = mmap(NULL, n * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -94,6 +99,21 @@ int main(void)
 	pthread_t t;
 	CHECK(pthread_create(&t, NULL, other_thread, NULL) == 0, "pthread_create");
 	pthread_join(t, NULL);
+
+	/* Expiry: the range of pages 0-2 is cached (just checked again); with
+	 * the time short it is checked again, and once its last page is
+	 * unmapped, refused. Its place is reused: the newest range stays. */
+	before = msyncs;
+	lnx_mapped_ttl_ns = 1;
+	CHECK(lnx_mapped(pages, 3 * pg) == 1 && msyncs == before + 1,
+	      "an expired range was not checked again (%d calls)", msyncs - before);
+	CHECK(munmap(pages + 2 * pg, pg) == 0, "munmap");
+	CHECK(lnx_mapped(pages, 3 * pg) == 0 && msyncs == before + 2,
+	      "an expired range whose memory is gone: accepted");
+	lnx_mapped_ttl_ns = 60 * 1000000000ull;
+	CHECK(lnx_mapped(pages + (size_t)(5 + LNX_MAPPED_WAYS) * pg, pg + 1) == 1 &&
+		      msyncs == before + 2,
+	      "re-checking an expired range evicted another");
 
 	before = msyncs;
 	CHECK(lnx_mapped((void *)(UINTPTR_MAX - pg), 2 * pg) == 0 && msyncs == before,

@@ -457,8 +457,10 @@ int main(void)
 	/* Buffers over a page within the core's inject size: the first send
 	 * from one checks that it is mapped (one msync), later sends from it
 	 * or from inside it make no system call (mapped.c's cache of this
-	 * thread); one whose last page is unmapped goes to Go, checked each
+	 * thread; its 1 ms made long, so that a preempted test still sees
+	 * it); one whose last page is unmapped goes to Go, checked each
 	 * time, and never reaches the core. */
+	lnx_mapped_ttl_ns = 60 * 1000000000ull;
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 	char *pages =
 		mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
