@@ -15,7 +15,10 @@
  * $FI_LNX_CUDA_LIB, e.g. the emulated device, registered once with
  * FI_HMEM_CUDA), "devregmsg" (both); "safe" added to any of them asks
  * for FI_THREAD_SAFE (default FI_THREAD_DOMAIN), "dc" for FI_DELIVERY_COMPLETE
- * transmit completions (tx op_flags). "^VAR=value" sets an environment
+ * transmit completions (tx op_flags), "lnxcore" for what lnx asks of a
+ * network core (RMA caps, no FI_MR_LOCAL, a 16 KiB inject size; with
+ * ^FI_OFI_RXM_SAR_LIMIT=0, tcp;ofi_rxm as lnx's peer path runs it: the
+ * core alone, without lnx). "^VAR=value" sets an environment
  * variable for the case's processes; several may follow each other
  * ("^A=1^B=2").
  *
@@ -260,6 +263,12 @@ static void setup(struct ctx *c, const struct bcase *bc, size_t maxsize, int rfd
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				      FI_MR_PROV_KEY | (c->dev ? FI_MR_HMEM : 0);
 	hints->domain_attr->av_type = FI_AV_TABLE;
+	if (strstr(bc->mode, "lnxcore") != NULL) {
+		/* As peers/ofi/core.go asks (GetInfo, WantInject's first). */
+		hints->caps |= FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+		hints->domain_attr->mr_mode &= ~(uint64_t)FI_MR_LOCAL;
+		hints->tx_attr->inject_size = 16384;
+	}
 	/* Mode "dc": delivery-complete transmit completions, as Open MPI's
 	 * btl/ofi and Sandia OpenSHMEM ask for their one-sided operations
 	 * (lnx gives no weaker completion). */
