@@ -20,7 +20,7 @@
  * straddle a hole; the check is for multi-page buffers shorter than their
  * stated length), a larger one when every page it covers is mapped
  * (lnx_mapped, mapped.c: an msync, or none for a range this thread found
- * mapped before). A buffer that fails goes to Go, which fails the send,
+ * mapped in the last 1 ms). A buffer that fails goes to Go, which fails the send,
  * instead of faulting the process here. Inline for the small case, which
  * is every send of 1-8 B.
  */

@@ -49,8 +49,8 @@ int lnx_mapped(const void *buf, size_t len)
 	if (!pg)
 		pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t b = (uintptr_t)buf, end = b + len;
-	if (len == 0)
-		return 1;
+	if (len <= pg)
+		return 1; /* as Go's memmap.Checked: a page or less is taken */
 	if (end < b)
 		return 0; /* wraps the address space: no mapping holds it */
 	uintptr_t lo = b & ~(pg - 1), hi = (end + pg - 1) & ~(pg - 1);
