@@ -6,16 +6,8 @@
  * answers an idle poll without entering Go. Go's side of the gate is
  * lnx/gate.go.
  */
-#include <time.h>
 #include "lnx_capi.h"
 #include "lnx_internal.h"
-
-static uint64_t lnx_mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* lnx_gate_quiet: no watched word changed and Go is not rewriting them
  * (lnx_readers_in). */

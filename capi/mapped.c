@@ -20,7 +20,6 @@
  */
 #include <errno.h>
 #include <stdint.h>
-#include <time.h>
 #include <unistd.h>
 #include "lnx_internal.h"
 
@@ -35,13 +34,6 @@ struct lnx_mapped_cache {
 /* Per thread: no lock on the send path, and a thread's own buffers are
  * what it sends again. */
 static __thread struct lnx_mapped_cache lnx_mc;
-
-static uint64_t mapped_now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 int lnx_mapped(const void *buf, size_t len)
 {
@@ -61,7 +53,7 @@ int lnx_mapped(const void *buf, size_t len)
 		if (lo < c->lo[i] || hi > c->hi[i])
 			continue;
 		if (!now)
-			now = mapped_now();
+			now = lnx_mono_ns();
 		if (now - c->at[i] < lnx_mapped_ttl_ns)
 			return 1;
 		w = i; /* expired: checked again in its place */
@@ -72,6 +64,6 @@ int lnx_mapped(const void *buf, size_t len)
 		w = (int)(c->next++ % LNX_MAPPED_WAYS);
 	c->lo[w] = lo;
 	c->hi[w] = hi;
-	c->at[w] = now ? now : mapped_now();
+	c->at[w] = now ? now : lnx_mono_ns();
 	return 1;
 }

@@ -11,6 +11,7 @@
 
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 #include "lnx_capi.h"
 #include "lnx_copy.h"
 #include "_cgo_export.h" /* the Go entry points (lnx_go_*) */
@@ -152,6 +153,15 @@ static inline void *lnx_map(size_t n)
 {
 	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
+}
+
+/* lnx_mono_ns: CLOCK_MONOTONIC in nanoseconds (the gate's clock, cq_ring.c;
+ * the age of a range lnx_mapped found mapped). */
+static inline uint64_t lnx_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /*
