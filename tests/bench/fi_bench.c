@@ -4,7 +4,8 @@
  * libfabric provider, several providers side by side in one invocation.
  * With -R, one-sided operations instead (RMA mode, below).
  *
- *   fi_bench [-R] [-r rounds] [-n iters] [-w warmup] [-s size,size,...] [-c file.csv] [-q] CASE...
+ *   fi_bench [-R] [-r rounds] [-n iters] [-w warmup] [-s size,size,...] [-c file.csv] [-q] [-p]
+ *            CASE...
  *   CASE = label=prov[@links][#nodeid][%mode][^VAR=value]
  *          e.g. lnx=lnx@shm  shm=shm  lnxdev=lnx@shm%dev
  *
@@ -35,9 +36,14 @@
  * medians, ratios and added nanoseconds also go to
  * a CSV file, one row per case and size, cases in command-line order
  * (tests/bench/plot.gp draws it). Progress, one line per round, goes to
- * stderr unless -q.
+ * stderr unless -q. With -p a second table follows: the 50th, 90th and
+ * 99th percentiles of the ping-pong's per-iteration one-way latency (each
+ * of rank 0's round trips timed on its own, halved), where a mean that
+ * moved shows whether every message got slower or a few much slower.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -74,6 +80,12 @@ struct bcase {
 	char env[128];
 };
 
+/* The percentiles -p reports: a mean can hide that a few messages in a
+ * hundred take twice as long (issue #20's 32 KiB row: the median level
+ * with the core's, the 99th percentile not). */
+#define NTAIL 3
+static const int tail_pct[NTAIL] = { 50, 90, 99 };
+
 struct result {
 	double lat_us[MAX_SIZES];
 	double bw_mbs[MAX_SIZES];
@@ -81,12 +93,16 @@ struct result {
 	double rlat_us[MAX_SIZES];
 	double rbw_mbs[MAX_SIZES];
 	double fadd_us;
+	/* -p: the ping-pong's per-iteration one-way latency (half of each
+	 * round trip rank 0 timed), its 50th, 90th and 99th percentiles. */
+	double tail_us[MAX_SIZES][NTAIL];
 };
 
 static size_t sizes[MAX_SIZES];
 static int nsizes;
 static int iters = 2000;
 static int rma_mode;
+static int tails; /* -p */
 
 #define CHK(call)                                                                            \
 	do {                                                                                 \
@@ -181,6 +197,8 @@ static void release_mrs(struct ctx *c)
 			c->slot_mr[i] = NULL;
 		}
 }
+
+static int cmpd(const void *a, const void *b);
 
 static double now_us(void)
 {
@@ -479,14 +497,21 @@ static void run_rank(int rank, const struct bcase *bc, int rfd, int wfd, int res
 		int n = len >= (1 << 20) ? iters / 20 + 10 : len >= 65536 ? iters / 4 + 10 : iters;
 		int warm = n / 10 + 5;
 		double t0 = 0;
+		/* -p: each round trip of rank 0's, timed on its own. */
+		double *rtt = tails && rank == 0 ? malloc(sizeof(double) * (size_t)n) : NULL;
+		if (tails && rank == 0 && !rtt)
+			_exit(7);
 		/* Ping-pong: the receive is always pre-posted before the peer sends. */
 		for (int i = 0; i < warm + n; i++) {
 			if (i == warm)
 				t0 = now_us();
 			if (rank == 0) {
+				double a = rtt ? now_us() : 0;
 				post_recv(&c, len, TAG_DATA, 1);
 				post_send(&c, len, TAG_DATA, 0);
 				wait_n(&c, 2);
+				if (rtt && i >= warm)
+					rtt[i - warm] = now_us() - a;
 			} else {
 				post_recv(&c, len, TAG_DATA, 1);
 				wait_n(&c, 1);
@@ -495,6 +520,12 @@ static void run_rank(int rank, const struct bcase *bc, int rfd, int wfd, int res
 			}
 		}
 		res.lat_us[s] = (now_us() - t0) / (2.0 * n);
+		if (rtt) {
+			qsort(rtt, (size_t)n, sizeof(double), cmpd);
+			for (int t = 0; t < NTAIL; t++)
+				res.tail_us[s][t] = rtt[(size_t)n * (size_t)tail_pct[t] / 100] / 2;
+			free(rtt);
+		}
 
 		/* Streaming: a window of sends, then a zero-byte ack. */
 		int windows = len >= (1 << 20) ? 4 : len >= 65536 ? 16 : 64;
@@ -585,11 +616,45 @@ static void fmt_size(size_t s, char *buf, size_t len)
 		snprintf(buf, len, "%zu", s);
 }
 
+/* -p's table: each case's percentiles of the ping-pong's per-iteration
+ * one-way latency, medians over the rounds, and their ratios to the first
+ * case's. */
+static void print_tails(double (*tail)[MAX_SIZES][NTAIL][MAX_ROUNDS], const struct bcase *cases,
+			int ncases, int rounds)
+{
+	printf("# ping-pong per-iteration one-way latency (us): percentiles p50 p90 p99 of each "
+	       "run's iterations, medians of %d rounds; ratio = case / %s\n",
+	       rounds, cases[0].label);
+	printf("%-8s", "size");
+	for (int k = 0; k < ncases; k++)
+		for (int t = 0; t < NTAIL; t++)
+			printf(" %10s_p%d", cases[k].label, tail_pct[t]);
+	for (int k = 1; k < ncases; k++)
+		for (int t = 0; t < NTAIL; t++)
+			printf(" %7s/%s_p%d", cases[k].label, cases[0].label, tail_pct[t]);
+	printf("\n");
+	for (int s = 0; s < nsizes; s++) {
+		char sz[24];
+		double m[MAX_CASES][NTAIL];
+		fmt_size(sizes[s], sz, sizeof(sz));
+		printf("%-8s", sz);
+		for (int k = 0; k < ncases; k++)
+			for (int t = 0; t < NTAIL; t++) {
+				m[k][t] = median(tail[k][s][t], rounds);
+				printf(" %14.3f", m[k][t]);
+			}
+		for (int k = 1; k < ncases; k++)
+			for (int t = 0; t < NTAIL; t++)
+				printf(" %14.2fx", m[k][t] / m[0][t]);
+		printf("\n");
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int rounds = 5, opt, quiet = 0;
 	const char *sizelist = "1,8,64,512,4096,65536,1048576,4194304", *csvpath = NULL;
-	while ((opt = getopt(argc, argv, "Rr:n:w:s:c:q")) != -1) {
+	while ((opt = getopt(argc, argv, "Rr:n:w:s:c:qp")) != -1) {
 		switch (opt) {
 		case 'R':
 			rma_mode = 1;
@@ -612,10 +677,13 @@ int main(int argc, char **argv)
 		case 'q':
 			quiet = 1;
 			break;
+		case 'p':
+			tails = 1;
+			break;
 		default:
 			fprintf(stderr,
 				"usage: %s [-R] [-r rounds] [-n iters] [-w warmup] [-s sizes]"
-				" [-c file.csv] [-q] label=prov[@links][#node]...\n",
+				" [-c file.csv] [-q] [-p] label=prov[@links][#node]...\n",
 				argv[0]);
 			return 1;
 		}
@@ -678,6 +746,7 @@ int main(int argc, char **argv)
 	static double lat[MAX_CASES][MAX_SIZES][MAX_ROUNDS], bw[MAX_CASES][MAX_SIZES][MAX_ROUNDS];
 	static double rlat[MAX_CASES][MAX_SIZES][MAX_ROUNDS], rbw[MAX_CASES][MAX_SIZES][MAX_ROUNDS];
 	static double fadd[MAX_CASES][MAX_ROUNDS];
+	static double tail[MAX_CASES][MAX_SIZES][NTAIL][MAX_ROUNDS];
 	for (int r = 0; r < rounds; r++) {
 		if (!quiet) {
 			fprintf(stderr, "fi_bench: round %d/%d:", r + 1, rounds);
@@ -694,6 +763,8 @@ int main(int argc, char **argv)
 				bw[k][s][r] = res.bw_mbs[s];
 				rlat[k][s][r] = res.rlat_us[s];
 				rbw[k][s][r] = res.rbw_mbs[s];
+				for (int t = 0; t < NTAIL; t++)
+					tail[k][s][t][r] = res.tail_us[s][t];
 			}
 			fadd[k][r] = res.fadd_us;
 		}
@@ -768,6 +839,8 @@ int main(int argc, char **argv)
 			printf(" %21.0f", (ml[k][s] - ml[0][s]) * 1000);
 		printf("\n");
 	}
+	if (tails)
+		print_tails(tail, cases, ncases, rounds);
 	if (csv) {
 		fprintf(csv,
 			"case,size_bytes,latency_us,bandwidth_mbs,latency_ratio,bandwidth_ratio,"

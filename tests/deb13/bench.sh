@@ -28,8 +28,10 @@ echo "# Debian 13: the peer API path (FI_LNX_PEER_API=1) beside the transport ad
 # 16-128 KiB: rxm sends these by SAR, and lnx turns SAR off on the peer path
 # (fi_lnx(7)); peer_sar is the peer path with rxm's default SAR limit set back,
 # tcp_as_peer the core alone with the settings the peer path gives it (SAR
-# off, lnx's caps, MR mode and inject size): what lnx itself adds.
-/out/bench/fi_bench -r "${ROUNDS:-3}" -s 1,64,4096,8192,16384,32768,65536,131072,1048576 'tcp=tcp;ofi_rxm' \
+# off, lnx's caps, MR mode and inject size): what lnx itself adds. -p adds
+# the per-iteration percentiles: where lnx's mean is above the core's, they
+# show whether every message or a few are slower.
+/out/bench/fi_bench -p -r "${ROUNDS:-3}" -s 1,64,4096,8192,16384,32768,65536,131072,1048576 'tcp=tcp;ofi_rxm' \
 	'tcp_as_peer=tcp;ofi_rxm%lnxcore^FI_OFI_RXM_SAR_LIMIT=0' \
 	'adapter=lnx@shm+tcp;ofi_rxm:lo#bench^FI_LNX_PEER_API=0' 'peer=lnx@shm+tcp;ofi_rxm:lo#bench^FI_LNX_PEER_API=1' \
 	'peer_sar=lnx@shm+tcp;ofi_rxm:lo#bench^FI_LNX_PEER_API=1^FI_OFI_RXM_SAR_LIMIT=131072'
