@@ -76,6 +76,9 @@ func lnx_go_cq_read(ch C.lnx_handle, buf unsafe.Pointer, count C.size_t, src *C.
 func cqDeliver(q *lnx.CQ, tmp []lnx.Completion, buf unsafe.Pointer, src *C.fi_addr_t, timeout C.int) C.ssize_t {
 	n, errno := q.Read(tmp, int(timeout))
 	if errno != 0 {
+		if errno == fi.EAGAIN {
+			keepSysmonQuietIdle()
+		}
 		return C.ssize_t(-int(errno))
 	}
 	var srcs []C.fi_addr_t
