@@ -39,7 +39,6 @@ var (
 	schedMask  uint32 // calls between clock reads, minus one
 	schedRead  int64  // when the clock was last read
 	schedLast  int64  // when keepSysmonQuiet last yielded
-	schedWant  uint32 // schedEvery has passed: the next idle read yields
 )
 
 // schedEvery is half of the runtime's 10 ms, schedForce what a yield may
@@ -77,26 +76,22 @@ func keepSysmonQuiet() {
 	gap := now - atomic.LoadInt64(&schedRead)
 	atomic.StoreInt64(&schedRead, now)
 	atomic.StoreUint32(&schedMask, nextSchedMask(atomic.LoadUint32(&schedMask), time.Duration(gap)))
-	switch since := now - atomic.LoadInt64(&schedLast); {
-	case since >= int64(schedForce):
+	if now-atomic.LoadInt64(&schedLast) >= int64(schedForce) {
 		schedYield(now)
-	case since >= int64(schedEvery):
-		atomic.StoreUint32(&schedWant, 1)
 	}
 }
 
 // keepSysmonQuietIdle is called after a CQ read that found nothing to
-// return: the yield keepSysmonQuiet found due is made here, where it
-// delays no completion.
+// return: the yield due since the last clock read (schedEvery after the
+// last yield) is made here, where it delays no completion.
 func keepSysmonQuietIdle() {
-	if atomic.LoadUint32(&schedWant) != 0 {
-		schedYield(atomic.LoadInt64(&schedRead))
+	if read := atomic.LoadInt64(&schedRead); read-atomic.LoadInt64(&schedLast) >= int64(schedEvery) {
+		schedYield(read)
 	}
 }
 
 // schedYield reschedules the calling goroutine; now is its time.
 func schedYield(now int64) {
-	atomic.StoreUint32(&schedWant, 0)
 	atomic.StoreInt64(&schedLast, now)
 	yield()
 }

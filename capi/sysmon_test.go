@@ -25,7 +25,6 @@ func fakeSched(t *testing.T, phases ...phase) []time.Duration {
 	atomic.StoreUint32(&schedMask, 0)
 	atomic.StoreInt64(&schedRead, 0)
 	atomic.StoreInt64(&schedLast, 0)
-	atomic.StoreUint32(&schedWant, 0)
 	for _, p := range phases {
 		for i := range p.calls {
 			now += int64(p.gap)
