@@ -306,6 +306,26 @@ static void stats_line(const char *kind)
 	      (unsigned long)W.sbytes, (unsigned long)W.serrs, (unsigned long)W.sfail_now);
 }
 
+/* Prints where libfabric and lnx are mapped, once the endpoint is open: a
+ * worker that dies of a signal inside a core prints the faulting pc (the
+ * Go runtime's report), and pc minus the base is the offset to look up
+ * in the library (objdump -d), which has no symbols in Debian. */
+static void note_bases(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, off;
+		char path[256] = "";
+		if (sscanf(line, "%lx-%*x %*s %lx %*s %*s %255s", &lo, &off, path) == 3 &&
+		    off == 0 && (strstr(path, "libfabric.so") || strstr(path, "liblnx-fi.so")))
+			note("%s mapped at %#lx", path, lo);
+	}
+	fclose(f);
+}
+
 static void worker(int slot, int inc, int fd, const char *node)
 {
 	snprintf(g_role, sizeof(g_role), "soak w%d.%d", slot, inc);
@@ -314,6 +334,7 @@ static void worker(int slot, int inc, int fd, const char *node)
 	W.rng = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL | 1;
 	struct lnx_opts o = { .links = LINK_TCP };
 	lnx_open(&W.l, &o);
+	note_bases();
 	for (int k = 0; k < SEND_WINDOW; k++)
 		W.s[k].buf = xmalloc(MAXMSG);
 	for (int k = 0; k < 2 * NRECV; k++) {
