@@ -104,6 +104,7 @@ type peerCore struct {
 	dropped map[uint64]struct{}     // sends failed by peerGone that the core still holds
 	gone    uint64                  // sends failed that way
 	closed  uint64                  // queued messages whose sender was gone at start (senderGone)
+	stalled map[uint64]refusal      // receivers the core refuses sends to, by core fi_addr (stall)
 
 	sends, injects, expected, started, unexpected uint64
 }
@@ -124,7 +125,8 @@ func (e *Endpoint) openPeerCore(cd *coreDomain, src []byte) (*peerCore, error) {
 	c := &peerCore{e: e, byName: map[string]uint64{}, byCore: map[uint64]uint64{}, names: map[uint64][]byte{},
 		recvs: map[uint64]peerRecv{}, early: map[uint64]error{},
 		watch: map[uint64]*ofi.Peer{}, lwatch: map[uint64]uint64{}, alive: map[uint64]*listenWatch{}, dropped: map[uint64]struct{}{}, dsts: map[uint64]*ofi.Peer{},
-		csends: map[uint64]peerep.CSend{}}
+		stalled: map[uint64]refusal{},
+		csends:  map[uint64]peerep.CSend{}}
 	var err error
 	if c.fab, err = ofi.OpenFabric(cd.list.Infos[0]); err != nil {
 		return nil, err
@@ -774,6 +776,12 @@ func (c *peerCore) peerGone(src uint64, err error) {
 		c.gone++
 		c.finishSend(id, err)
 	}
+	for dest, r := range c.stalled {
+		if r.side != nil && r.side.ID() == src {
+			delete(c.stalled, dest)
+			c.unstall(dest, r)
+		}
+	}
 }
 
 // send sends one message to the core fi_addr dest; done: it needs no
@@ -816,6 +824,7 @@ func (c *peerCore) send(dest uint64, side *ofi.Peer, tagged bool, hdr msgHdr, io
 		n++
 	}
 	done, err := c.ep.Send(tagged, bases[:n], lens[:n], dest, hdr.Tag, hdr.Data, hdr.Flags&hdrData != 0, inject, id)
+	c.stall(dest, side, errors.Is(err, peerep.ErrAgain))
 	if err != nil {
 		return false, err
 	}

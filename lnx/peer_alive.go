@@ -53,9 +53,17 @@ func (c *peerCore) watchSend(id, dest uint64, side *ofi.Peer) {
 		side.Transport().Watch(side)
 		return
 	}
+	if c.watchListener(dest) {
+		c.lwatch[id] = dest
+	}
+}
+
+// watchListener counts one more wait for receiver dest on its listener's
+// watch, made if needed; false when its core address cannot be probed.
+func (c *peerCore) watchListener(dest uint64) bool {
 	name, ok := c.names[dest]
 	if !ok || !ofi.ListenerProbeable(c.prov, name) {
-		return
+		return false
 	}
 	w := c.alive[dest]
 	if w == nil || w.id != c.byCore[dest] {
@@ -67,7 +75,48 @@ func (c *peerCore) watchSend(id, dest uint64, side *ofi.Peer) {
 		w.due = time.Since(c.e.t0) + w.gap
 	}
 	w.waiting++
-	c.lwatch[id] = dest
+	return true
+}
+
+// refusal is a receiver the core refuses sends to (stall): the side
+// transport peer that watches it, or whether its listener's watch does.
+type refusal struct {
+	side   *ofi.Peer
+	listen bool
+}
+
+// stall records whether the core just refused a send to receiver dest
+// with -FI_EAGAIN (e locked). 2.1 rxm refuses every send while it
+// connects to a receiver, and to one whose process died it connects
+// again each time the last attempt was refused: a sender that retries
+// got -FI_EAGAIN forever, with nothing in the core for the watches of
+// held sends (watchSend) to find. While refusals last, the receiver is
+// watched as for a held send, and once it is declared gone the next send
+// fails (goneTo). A send the core takes ends the watch.
+func (c *peerCore) stall(dest uint64, side *ofi.Peer, again bool) {
+	r, was := c.stalled[dest]
+	switch {
+	case again && !was:
+		r = refusal{side: side}
+		if side != nil {
+			side.Transport().Watch(side)
+		} else {
+			r.listen = c.watchListener(dest)
+		}
+		c.stalled[dest] = r
+	case !again && was:
+		delete(c.stalled, dest)
+		c.unstall(dest, r)
+	}
+}
+
+// unstall ends refusal r's watch of dest.
+func (c *peerCore) unstall(dest uint64, r refusal) {
+	if r.side != nil {
+		r.side.Transport().Unwatch(r.side)
+	} else if w := c.alive[dest]; r.listen && w != nil && w.waiting > 0 {
+		w.waiting--
+	}
 }
 
 // unwatchListener ends the listener watch of send id, if it had one.
@@ -97,7 +146,7 @@ func (c *peerCore) goneTo(dest uint64, side *ofi.Peer) error {
 // checkAlive (from poll, e locked) starts the checks that are due and
 // acts on the answers that came.
 func (c *peerCore) checkAlive() {
-	if len(c.lwatch) == 0 {
+	if len(c.lwatch) == 0 && len(c.stalled) == 0 {
 		return
 	}
 	now := time.Since(c.e.t0)
@@ -137,6 +186,10 @@ func (c *peerCore) checkAlive() {
 // write their completions (dropped).
 func (c *peerCore) listenerGone(dest uint64, w *listenWatch) {
 	w.gone = true
+	if r, ok := c.stalled[dest]; ok {
+		delete(c.stalled, dest)
+		c.unstall(dest, r)
+	}
 	for addr := range c.dsts {
 		if rt := c.e.routes[addr]; rt != nil && rt.pfa == dest {
 			c.unpublish(addr)

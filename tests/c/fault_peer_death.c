@@ -26,6 +26,10 @@
  *   sender_dies_closed: sender_dies with our receive posted only after we
  *                  progressed 500 ms past the death (the core has closed
  *                  the connection by then); it must fail all the same.
+ *   ring_full:     the same as over shm: injects to a killed peer must
+ *                  fail, not return -FI_EAGAIN forever (2.1 rxm refuses
+ *                  every send while it connects to the dead peer again);
+ *                  in "rma_tcp" as well, where a side transport watches.
  * With "rma" (link shm) and "rma_tcp" (simulated nodes, tcp;ofi_rxm):
  *   rma_target_dies: one-sided operations (writes and reads, inline and
  *                  bulk, a fetching and a compare atomic) wait for a
@@ -512,6 +516,12 @@ int main(int argc, char **argv)
 		lnx_open(&l, &o);
 		rma_target_dies(&l);
 		ping_fresh_peer(&l);
+		if (mode_tcp()) {
+			/* The endpoint has one-sided caps: on the peer path the
+			 * side transport watches the killed peer. */
+			ring_full(&l);
+			ping_fresh_peer(&l);
+		}
 		lnx_close(&l);
 		printf("fault_peer_death %s: ok\n", g_mode);
 		return 0;
@@ -526,6 +536,8 @@ int main(int argc, char **argv)
 		sender_dies_closed(&l);
 		ping_fresh_peer(&l);
 		receiver_dies(&l);
+		ping_fresh_peer(&l);
+		ring_full(&l);
 		ping_fresh_peer(&l);
 		lnx_close(&l);
 		printf("fault_peer_death tcp: ok\n");
