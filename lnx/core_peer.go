@@ -778,8 +778,7 @@ func (c *peerCore) peerGone(src uint64, err error) {
 	}
 	for dest, r := range c.stalled {
 		if r.side != nil && r.side.ID() == src {
-			delete(c.stalled, dest)
-			c.unstall(dest, r)
+			c.unstall(dest)
 		}
 	}
 }

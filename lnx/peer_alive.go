@@ -94,10 +94,10 @@ type refusal struct {
 // watched as for a held send, and once it is declared gone the next send
 // fails (goneTo). A send the core takes ends the watch.
 func (c *peerCore) stall(dest uint64, side *ofi.Peer, again bool) {
-	r, was := c.stalled[dest]
+	_, was := c.stalled[dest]
 	switch {
 	case again && !was:
-		r = refusal{side: side}
+		r := refusal{side: side}
 		if side != nil {
 			side.Transport().Watch(side)
 		} else {
@@ -105,16 +105,27 @@ func (c *peerCore) stall(dest uint64, side *ofi.Peer, again bool) {
 		}
 		c.stalled[dest] = r
 	case !again && was:
-		delete(c.stalled, dest)
-		c.unstall(dest, r)
+		c.unstall(dest)
 	}
 }
 
-// unstall ends refusal r's watch of dest.
-func (c *peerCore) unstall(dest uint64, r refusal) {
+// unstall forgets the refusals to dest, if any, and ends their watch.
+func (c *peerCore) unstall(dest uint64) {
+	r, ok := c.stalled[dest]
+	if !ok {
+		return
+	}
+	delete(c.stalled, dest)
 	if r.side != nil {
 		r.side.Transport().Unwatch(r.side)
-	} else if w := c.alive[dest]; r.listen && w != nil && w.waiting > 0 {
+	} else if r.listen {
+		c.unwaitListener(dest)
+	}
+}
+
+// unwaitListener counts one wait less on dest's listener watch.
+func (c *peerCore) unwaitListener(dest uint64) {
+	if w := c.alive[dest]; w != nil && w.waiting > 0 {
 		w.waiting--
 	}
 }
@@ -126,9 +137,7 @@ func (c *peerCore) unwatchListener(id uint64) {
 		return
 	}
 	delete(c.lwatch, id)
-	if w := c.alive[dest]; w != nil && w.waiting > 0 {
-		w.waiting--
-	}
+	c.unwaitListener(dest)
 }
 
 // goneTo is the error a send to core fi_addr dest fails with at once: its
@@ -186,10 +195,7 @@ func (c *peerCore) checkAlive() {
 // write their completions (dropped).
 func (c *peerCore) listenerGone(dest uint64, w *listenWatch) {
 	w.gone = true
-	if r, ok := c.stalled[dest]; ok {
-		delete(c.stalled, dest)
-		c.unstall(dest, r)
-	}
+	c.unstall(dest)
 	for addr := range c.dsts {
 		if rt := c.e.routes[addr]; rt != nil && rt.pfa == dest {
 			c.unpublish(addr)
